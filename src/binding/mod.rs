@@ -1,0 +1,1 @@
+//! napi binding layer.

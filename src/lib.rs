@@ -1,0 +1,15 @@
+//! mcp-native: a Rust MCP client backend for Node.js and Bun.
+//!
+//! `protocol` frames and classifies JSON-RPC messages, `session` correlates requests with
+//! responses, `transport` moves frames over a child process, and `binding` is the only
+//! place that knows about napi.
+#![deny(clippy::all)]
+
+pub mod error;
+pub mod protocol;
+pub mod runtime;
+pub mod session;
+pub mod transport;
+
+#[cfg(not(test))]
+mod binding;

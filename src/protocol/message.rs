@@ -1,0 +1,291 @@
+//! Classifies one incoming frame and builds outgoing ones.
+//!
+//! Only what correlation needs (id, method, error) is parsed; `params` and `result` stay raw
+//! JSON text, because handing text to V8's `JSON.parse` beats building JS objects through napi.
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+/// One incoming JSON-RPC message, as the session needs it.
+#[derive(Debug)]
+pub enum Incoming {
+  /// A response to one of our requests. Ids we send are integers, so any other id is
+  /// `None` and matches nothing (T5).
+  Response {
+    id: Option<u64>,
+    outcome: Result<Box<RawValue>, RpcError>,
+  },
+  /// T6
+  Notification {
+    method: String,
+    params: Option<Box<RawValue>>,
+  },
+  /// T11: a server-to-client request. The id is echoed back verbatim.
+  Request {
+    id: Box<RawValue>,
+    method: String,
+    params: Option<Box<RawValue>>,
+  },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+  pub code: i64,
+  pub message: String,
+  /// Raw JSON text of `error.data`.
+  pub data: Option<String>,
+}
+
+/// Why a frame was skipped (S3).
+#[derive(Debug, PartialEq)]
+pub enum Skipped {
+  NotJson,
+  NotJsonRpc,
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+  #[serde(default, borrow, deserialize_with = "present")]
+  id: Option<&'a RawValue>,
+  #[serde(default)]
+  method: Option<String>,
+  #[serde(default, borrow)]
+  params: Option<&'a RawValue>,
+  // `present` keeps `"result": null` apart from a missing result.
+  #[serde(default, borrow, deserialize_with = "present")]
+  result: Option<&'a RawValue>,
+  #[serde(default, borrow)]
+  error: Option<&'a RawValue>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+  <&RawValue>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct ErrorObject {
+  #[serde(default)]
+  code: Option<serde_json::Number>,
+  #[serde(default)]
+  message: Option<String>,
+  #[serde(default)]
+  data: Option<Box<RawValue>>,
+}
+
+/// Classify one frame. A line that is not a JSON object, or an object that is none of the
+/// three JSON-RPC shapes, is skipped (S3).
+pub fn classify(frame: &str) -> Result<Incoming, Skipped> {
+  let envelope: Envelope = serde_json::from_str(frame).map_err(|_| Skipped::NotJson)?;
+  let id = envelope.id.filter(|raw| raw.get() != "null");
+  match (envelope.method, id) {
+    (Some(method), Some(id)) => Ok(Incoming::Request {
+      id: id.to_owned(),
+      method,
+      params: envelope.params.map(RawValue::to_owned),
+    }),
+    (Some(method), None) => Ok(Incoming::Notification {
+      method,
+      params: envelope.params.map(RawValue::to_owned),
+    }),
+    (None, Some(id)) => {
+      let id = serde_json::from_str::<u64>(id.get()).ok();
+      if let Some(error) = envelope.error.filter(|raw| raw.get() != "null") {
+        Ok(Incoming::Response {
+          id,
+          outcome: Err(parse_error(error)),
+        })
+      } else if let Some(result) = envelope.result {
+        Ok(Incoming::Response {
+          id,
+          outcome: Ok(result.to_owned()),
+        })
+      } else {
+        Err(Skipped::NotJsonRpc)
+      }
+    }
+    (None, None) => Err(Skipped::NotJsonRpc),
+  }
+}
+
+fn parse_error(raw: &RawValue) -> RpcError {
+  // A malformed error object still rejects the request; it never resolves it.
+  let parsed: Option<ErrorObject> = serde_json::from_str(raw.get()).ok();
+  let (code, message, data) = match parsed {
+    Some(e) => (e.code, e.message, e.data),
+    None => (None, None, None),
+  };
+  RpcError {
+    code: code
+      .and_then(|n| n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)))
+      .unwrap_or(INTERNAL_ERROR),
+    message: message.unwrap_or_else(|| "Unknown error".to_string()),
+    data: data.map(|d| d.get().to_string()),
+  }
+}
+
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// T2: a request frame, without the trailing newline. `params` is JSON object text.
+pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
+  let method = json_string(method);
+  let params = params.unwrap_or("{}");
+  format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method},"params":{params}}}"#)
+}
+
+/// T2: a notification frame.
+pub fn notification_frame(method: &str, params: Option<&str>) -> String {
+  let method = json_string(method);
+  let params = params.unwrap_or("{}");
+  format!(r#"{{"jsonrpc":"2.0","method":{method},"params":{params}}}"#)
+}
+
+/// T11: the answer to a server request; `id` is the server's id as raw JSON.
+pub fn result_frame(id: &str, result: &str) -> String {
+  format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+}
+
+/// T11: an error answer to a server request.
+pub fn error_frame(id: &str, error: &RpcError) -> String {
+  let message = json_string(&error.message);
+  let code = error.code;
+  match &error.data {
+    Some(data) => format!(
+      r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message},"data":{data}}}}}"#
+    ),
+    None => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#),
+  }
+}
+
+/// T9: `notifications/cancelled` params for one of our request ids.
+pub fn cancelled_params(request_id: u64, reason: &str) -> String {
+  let reason = json_string(reason);
+  format!(r#"{{"requestId":{request_id},"reason":{reason}}}"#)
+}
+
+fn json_string(s: &str) -> String {
+  serde_json::Value::from(s).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  // RawValue has no PartialEq; compare the raw texts.
+  impl PartialEq for Incoming {
+    fn eq(&self, other: &Self) -> bool {
+      format!("{self:?}") == format!("{other:?}")
+    }
+  }
+
+  fn raw(s: &str) -> Box<RawValue> {
+    RawValue::from_string(s.to_string()).unwrap()
+  }
+
+  #[test]
+  fn a_result_response_keeps_its_raw_result() {
+    let m = classify(r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,2]}}"#).unwrap();
+    assert_eq!(
+      m,
+      Incoming::Response {
+        id: Some(7),
+        outcome: Ok(raw(r#"{"a":[1,2]}"#))
+      }
+    );
+  }
+
+  #[test]
+  fn a_null_result_is_a_result() {
+    let m = classify(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).unwrap();
+    assert_eq!(
+      m,
+      Incoming::Response {
+        id: Some(1),
+        outcome: Ok(raw("null"))
+      }
+    );
+  }
+
+  #[test]
+  fn an_error_response_carries_code_message_and_data() {
+    let m = classify(
+      r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"bad","data":{"x":1}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+      m,
+      Incoming::Response {
+        id: Some(2),
+        outcome: Err(RpcError {
+          code: -32602,
+          message: "bad".into(),
+          data: Some(r#"{"x":1}"#.into())
+        })
+      }
+    );
+  }
+
+  #[test]
+  fn string_ids_match_none_of_ours() {
+    let m = classify(r#"{"jsonrpc":"2.0","id":"7","result":{}}"#).unwrap();
+    assert!(matches!(m, Incoming::Response { id: None, .. }));
+  }
+
+  #[test]
+  fn notifications_and_requests_are_told_apart_by_id() {
+    let n = classify(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"x":1}}"#)
+      .unwrap();
+    assert_eq!(
+      n,
+      Incoming::Notification {
+        method: "notifications/message".into(),
+        params: Some(raw(r#"{"x":1}"#))
+      }
+    );
+    let r = classify(r#"{"jsonrpc":"2.0","id":"abc","method":"ping"}"#).unwrap();
+    assert_eq!(
+      r,
+      Incoming::Request {
+        id: raw(r#""abc""#),
+        method: "ping".into(),
+        params: None
+      }
+    );
+  }
+
+  #[test]
+  fn banners_and_foreign_json_are_skipped() {
+    assert_eq!(classify("Server starting..."), Err(Skipped::NotJson));
+    assert_eq!(classify("[1,2,3]"), Err(Skipped::NotJson));
+    assert_eq!(classify(r#"{"hello":"world"}"#), Err(Skipped::NotJsonRpc));
+    assert_eq!(classify(r#"{"id":3}"#), Err(Skipped::NotJsonRpc));
+  }
+
+  #[test]
+  fn outgoing_frames_are_exact() {
+    assert_eq!(
+      request_frame(3, "tools/list", None),
+      r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#
+    );
+    assert_eq!(
+      notification_frame("notifications/initialized", Some(r#"{"a":1}"#)),
+      r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":{"a":1}}"#
+    );
+    assert_eq!(
+      result_frame(r#""s1""#, "{}"),
+      r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#
+    );
+    let e = RpcError {
+      code: METHOD_NOT_FOUND,
+      message: "Method not found".into(),
+      data: None,
+    };
+    assert_eq!(
+      error_frame("4", &e),
+      r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}}"#
+    );
+    assert_eq!(
+      cancelled_params(9, "Request timeout after 5ms"),
+      r#"{"requestId":9,"reason":"Request timeout after 5ms"}"#
+    );
+  }
+}

@@ -1,0 +1,3 @@
+//! Pure JSON-RPC 2.0 logic: framing, message classification, outgoing frames.
+pub mod framing;
+pub mod message;

@@ -1,0 +1,22 @@
+//! The addon's own tokio runtime. It is independent of napi-rs's, which is torn down with
+//! the JS environment while our exit hooks may still need to stop children.
+use std::sync::OnceLock;
+
+use tokio::runtime::{Builder, Handle, Runtime};
+
+static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
+
+/// The shared runtime handle, or `None` if the OS refused to start its threads.
+pub fn handle() -> Option<Handle> {
+  RUNTIME
+    .get_or_init(|| {
+      Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("mcp-native")
+        .enable_all()
+        .build()
+        .ok()
+    })
+    .as_ref()
+    .map(|rt| rt.handle().clone())
+}

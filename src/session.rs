@@ -1,0 +1,505 @@
+//! One connection's correlation core: id allocation, the pending table, timeouts,
+//! cancellation and server-request answering. Transport-agnostic and napi-free: frames go
+//! out through an ordered queue, everything JS must see comes out as `Event`s in order.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::error::CoreError;
+use crate::protocol::message::{self, Incoming, RpcError};
+
+/// What the JS side is told, in the order it must see it (T3).
+#[derive(Debug)]
+pub enum Event {
+  Notification {
+    method: String,
+    params: Option<Box<RawValue>>,
+  },
+  /// A request (`Some(result)`) or a notify (`None`) finished.
+  Settled {
+    ticket: u64,
+    outcome: Result<Option<Box<RawValue>>, CoreError>,
+  },
+  /// T11: a server request that needs the JS `onRequest` handler.
+  ServerRequest {
+    id: Box<RawValue>,
+    method: String,
+    params: Option<Box<RawValue>>,
+  },
+  Stderr(String),
+  Error(CoreError),
+  Closed,
+}
+
+/// Receives events on the I/O threads and hands them to JS in order.
+pub trait EventSink: Send + Sync + 'static {
+  fn emit(&self, event: Event);
+}
+
+/// What a written frame settles once it is on the wire (or fails to get there).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ack {
+  None,
+  Request(u64),
+  Notify(u64),
+}
+
+#[derive(Debug)]
+pub struct Outgoing {
+  pub frame: String,
+  pub ack: Ack,
+}
+
+struct Pending {
+  /// T9: `initialize` is never cancelled.
+  is_initialize: bool,
+  timer: Option<JoinHandle<()>>,
+}
+
+impl Pending {
+  fn stop_timer(self) {
+    if let Some(timer) = self.timer {
+      timer.abort();
+    }
+  }
+}
+
+struct State {
+  connected: bool,
+  next_ticket: u64,
+  pending: HashMap<u64, Pending>,
+}
+
+pub struct Session {
+  state: Mutex<State>,
+  outbox: mpsc::UnboundedSender<Outgoing>,
+  events: Arc<dyn EventSink>,
+  timeout: Option<Duration>,
+  runtime: Handle,
+}
+
+impl Session {
+  /// `timeout` of `None` disables request timeouts (config `timeout: 0`).
+  pub fn new(
+    outbox: mpsc::UnboundedSender<Outgoing>,
+    events: Arc<dyn EventSink>,
+    timeout: Option<Duration>,
+    runtime: Handle,
+  ) -> Arc<Self> {
+    Arc::new(Session {
+      state: Mutex::new(State {
+        connected: true,
+        next_ticket: 1,
+        pending: HashMap::new(),
+      }),
+      outbox,
+      events,
+      timeout,
+      runtime,
+    })
+  }
+
+  fn state(&self) -> MutexGuard<'_, State> {
+    // A panic while holding the lock leaves plain data behind; keep serving.
+    self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+  }
+
+  pub fn is_connected(&self) -> bool {
+    self.state().connected
+  }
+
+  pub fn events(&self) -> &Arc<dyn EventSink> {
+    &self.events
+  }
+
+  /// Sends a request (T2) and returns its id; the outcome arrives as `Event::Settled`.
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn request(self: &Arc<Self>, method: &str, params: Option<&str>) -> Result<u64, CoreError> {
+    let mut state = self.state();
+    if !state.connected {
+      return Err(CoreError::NotConnected);
+    }
+    let id = state.next_ticket;
+    state.next_ticket += 1;
+    let timer = self.timeout.map(|timeout| {
+      let session = Arc::downgrade(self);
+      self.runtime.spawn(async move {
+        tokio::time::sleep(timeout).await;
+        if let Some(session) = session.upgrade() {
+          session.expire(id, timeout);
+        }
+      })
+    });
+    // Queued under the lock so frames leave in call order (S7).
+    let frame = message::request_frame(id, method, params);
+    if self
+      .outbox
+      .send(Outgoing {
+        frame,
+        ack: Ack::Request(id),
+      })
+      .is_err()
+    {
+      if let Some(timer) = timer {
+        timer.abort();
+      }
+      return Err(CoreError::NotConnected);
+    }
+    state.pending.insert(
+      id,
+      Pending {
+        is_initialize: method == "initialize",
+        timer,
+      },
+    );
+    Ok(id)
+  }
+
+  /// Sends a notification; `Event::Settled` with `None` follows once it is written.
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn notify(&self, method: &str, params: Option<&str>) -> Result<u64, CoreError> {
+    let mut state = self.state();
+    if !state.connected {
+      return Err(CoreError::NotConnected);
+    }
+    let ticket = state.next_ticket;
+    state.next_ticket += 1;
+    let frame = message::notification_frame(method, params);
+    self
+      .outbox
+      .send(Outgoing {
+        frame,
+        ack: Ack::Notify(ticket),
+      })
+      .map_err(|_| CoreError::NotConnected)?;
+    Ok(ticket)
+  }
+
+  /// T8: the caller gave up on request `id` (it has already rejected the promise itself).
+  pub fn abort(&self, id: u64, reason: &str) {
+    let pending = self.state().pending.remove(&id);
+    if let Some(pending) = pending {
+      self.cancelled(id, pending, reason);
+    }
+  }
+
+  fn expire(&self, id: u64, timeout: Duration) {
+    let pending = self.state().pending.remove(&id);
+    if let Some(pending) = pending {
+      let error = CoreError::RequestTimeout(timeout);
+      let reason = error.to_string();
+      self.events.emit(Event::Settled {
+        ticket: id,
+        outcome: Err(error),
+      });
+      self.cancelled(id, pending, &reason);
+    }
+  }
+
+  /// T9: tell the server, best effort, that we no longer wait for `id`.
+  fn cancelled(&self, id: u64, pending: Pending, reason: &str) {
+    let is_initialize = pending.is_initialize;
+    pending.stop_timer();
+    if !is_initialize && self.is_connected() {
+      let params = message::cancelled_params(id, reason);
+      self.send_unacked(message::notification_frame(
+        "notifications/cancelled",
+        Some(&params),
+      ));
+    }
+  }
+
+  /// Queues a frame nobody waits for; if the writer is gone the transport is closing anyway.
+  fn send_unacked(&self, frame: String) {
+    let _ = self.outbox.send(Outgoing {
+      frame,
+      ack: Ack::None,
+    });
+  }
+
+  /// One frame from the server (S3: anything that is not JSON-RPC is skipped).
+  pub fn handle_frame(&self, frame: &str) {
+    if !self.is_connected() {
+      // After close() nothing more reaches JS.
+      return;
+    }
+    match message::classify(frame) {
+      Ok(Incoming::Response { id, outcome }) => {
+        // T5: unknown ids (and ids that are not ours) are ignored.
+        let Some(id) = id else { return };
+        let pending = self.state().pending.remove(&id);
+        if let Some(pending) = pending {
+          pending.stop_timer();
+          let outcome = outcome.map(Some).map_err(|e| CoreError::Rpc {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+          });
+          self.events.emit(Event::Settled {
+            ticket: id,
+            outcome,
+          });
+        }
+      }
+      Ok(Incoming::Notification { method, params }) => {
+        self.events.emit(Event::Notification { method, params });
+      }
+      Ok(Incoming::Request { id, method, params }) => {
+        if method == "ping" {
+          // T11: answered here, without a trip to the JS thread.
+          self.answer(id.get(), Ok("{}"));
+        } else {
+          self.events.emit(Event::ServerRequest { id, method, params });
+        }
+      }
+      Err(_) => {}
+    }
+  }
+
+  /// T11: answer a server request (`id` is the raw JSON id it came with).
+  pub fn answer(&self, id: &str, outcome: Result<&str, &RpcError>) {
+    if !self.is_connected() {
+      return;
+    }
+    let frame = match outcome {
+      Ok(result) => message::result_frame(id, result),
+      Err(error) => message::error_frame(id, error),
+    };
+    self.send_unacked(frame);
+  }
+
+  /// The writer put a frame on the wire.
+  pub fn write_done(&self, ack: Ack) {
+    if let Ack::Notify(ticket) = ack {
+      self.events.emit(Event::Settled {
+        ticket,
+        outcome: Ok(None),
+      });
+    }
+  }
+
+  /// S7: the frame could not be written; its request or notify rejects.
+  pub fn write_failed(&self, ack: Ack, error: CoreError) {
+    let ticket = match ack {
+      Ack::None => return,
+      Ack::Notify(ticket) => ticket,
+      Ack::Request(id) => match self.state().pending.remove(&id) {
+        Some(pending) => {
+          pending.stop_timer();
+          id
+        }
+        None => return,
+      },
+    };
+    self.events.emit(Event::Settled {
+      ticket,
+      outcome: Err(error),
+    });
+  }
+
+  /// Disconnects and rejects every pending request with `error`. Returns false if the
+  /// session was already disconnected.
+  pub fn disconnect(&self, error: CoreError) -> bool {
+    let drained: Vec<(u64, Pending)> = {
+      let mut state = self.state();
+      if !state.connected {
+        return false;
+      }
+      state.connected = false;
+      state.pending.drain().collect()
+    };
+    let mut drained = drained;
+    drained.sort_unstable_by_key(|(id, _)| *id);
+    for (id, pending) in drained {
+      pending.stop_timer();
+      self.events.emit(Event::Settled {
+        ticket: id,
+        outcome: Err(error.clone()),
+      });
+    }
+    true
+  }
+
+  pub fn pending_count(&self) -> usize {
+    self.state().pending.len()
+  }
+}
+
+#[cfg(test)]
+pub mod tests {
+  use super::*;
+
+  #[derive(Default)]
+  pub struct Recorder(pub Mutex<Vec<Event>>);
+
+  impl EventSink for Recorder {
+    fn emit(&self, event: Event) {
+      self.0.lock().unwrap().push(event);
+    }
+  }
+
+  impl Recorder {
+    fn take(&self) -> Vec<Event> {
+      std::mem::take(&mut *self.0.lock().unwrap())
+    }
+  }
+
+  fn session(
+    timeout: Option<Duration>,
+  ) -> (
+    Arc<Session>,
+    Arc<Recorder>,
+    mpsc::UnboundedReceiver<Outgoing>,
+  ) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let recorder = Arc::new(Recorder::default());
+    let s = Session::new(tx, recorder.clone(), timeout, Handle::current());
+    (s, recorder, rx)
+  }
+
+  fn frames(rx: &mut mpsc::UnboundedReceiver<Outgoing>) -> Vec<String> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+      .map(|o| o.frame)
+      .collect()
+  }
+
+  #[tokio::test]
+  async fn responses_settle_their_own_request_and_unknown_ids_are_ignored() {
+    let (s, rec, mut rx) = session(None);
+    let a = s.request("tools/list", None).unwrap();
+    let b = s.request("tools/call", Some(r#"{"name":"x"}"#)).unwrap();
+    assert_ne!(a, b);
+    assert_eq!(
+      frames(&mut rx),
+      vec![
+        format!(r#"{{"jsonrpc":"2.0","id":{a},"method":"tools/list","params":{{}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":{b},"method":"tools/call","params":{{"name":"x"}}}}"#),
+      ]
+    );
+    s.handle_frame(r#"{"jsonrpc":"2.0","id":999,"result":{}}"#);
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{b},"result":{{"ok":true}}}}"#));
+    let events = rec.take();
+    assert_eq!(events.len(), 1);
+    match &events[0] {
+      Event::Settled {
+        ticket,
+        outcome: Ok(Some(result)),
+      } => {
+        assert_eq!(*ticket, b);
+        assert_eq!(result.get(), r#"{"ok":true}"#);
+      }
+      other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(s.pending_count(), 1);
+  }
+
+  #[tokio::test]
+  async fn notifications_keep_their_place_before_the_response() {
+    let (s, rec, _rx) = session(None);
+    let id = s.request("tools/call", None).unwrap();
+    s.handle_frame(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1}}"#);
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":null}}"#));
+    let events = rec.take();
+    assert!(matches!(&events[0], Event::Notification { method, .. } if method == "notifications/progress"));
+    assert!(matches!(&events[1], Event::Settled { outcome: Ok(Some(r)), .. } if r.get() == "null"));
+  }
+
+  #[tokio::test]
+  async fn ping_is_answered_without_js_and_other_requests_go_to_js() {
+    let (s, rec, mut rx) = session(None);
+    s.handle_frame(r#"{"jsonrpc":"2.0","id":"p1","method":"ping"}"#);
+    assert_eq!(
+      frames(&mut rx),
+      vec![r#"{"jsonrpc":"2.0","id":"p1","result":{}}"#.to_string()]
+    );
+    s.handle_frame(r#"{"jsonrpc":"2.0","id":5,"method":"roots/list","params":{}}"#);
+    assert!(matches!(&rec.take()[0], Event::ServerRequest { method, .. } if method == "roots/list"));
+  }
+
+  #[tokio::test(start_paused = true)]
+  async fn a_timeout_rejects_and_sends_cancelled_but_never_for_initialize() {
+    let (s, rec, mut rx) = session(Some(Duration::from_millis(50)));
+    let init = s.request("initialize", None).unwrap();
+    let call = s.request("tools/call", None).unwrap();
+    frames(&mut rx);
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let events = rec.take();
+    let mut timed_out: Vec<u64> = events
+      .iter()
+      .map(|e| match e {
+        Event::Settled {
+          ticket,
+          outcome: Err(CoreError::RequestTimeout(d)),
+        } => {
+          assert_eq!(*d, Duration::from_millis(50));
+          *ticket
+        }
+        other => panic!("unexpected {other:?}"),
+      })
+      .collect();
+    timed_out.sort();
+    assert_eq!(timed_out, vec![init, call]);
+    assert_eq!(
+      frames(&mut rx),
+      vec![format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{call},"reason":"Request timeout after 50ms"}}}}"#
+      )]
+    );
+    assert_eq!(s.pending_count(), 0);
+  }
+
+  #[tokio::test]
+  async fn abort_removes_the_entry_and_a_late_response_is_ignored() {
+    let (s, rec, mut rx) = session(None);
+    let id = s.request("tools/call", None).unwrap();
+    s.abort(id, "Aborted");
+    assert_eq!(s.pending_count(), 0);
+    assert!(frames(&mut rx)[1].contains(r#""method":"notifications/cancelled""#));
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    assert!(rec.take().is_empty());
+  }
+
+  #[tokio::test]
+  async fn disconnect_rejects_everything_pending_and_later_calls_fail() {
+    let (s, rec, _rx) = session(None);
+    let a = s.request("a", None).unwrap();
+    let b = s.request("b", None).unwrap();
+    assert!(s.disconnect(CoreError::TransportClosed { stderr: None }));
+    assert!(!s.disconnect(CoreError::TransportClosed { stderr: None }));
+    let tickets: Vec<u64> = rec
+      .take()
+      .into_iter()
+      .map(|e| match e {
+        Event::Settled {
+          ticket,
+          outcome: Err(CoreError::TransportClosed { .. }),
+        } => ticket,
+        other => panic!("unexpected {other:?}"),
+      })
+      .collect();
+    assert_eq!(tickets, vec![a, b]);
+    assert_eq!(s.request("c", None), Err(CoreError::NotConnected));
+    assert_eq!(s.notify("n", None), Err(CoreError::NotConnected));
+  }
+
+  #[tokio::test]
+  async fn a_failed_write_rejects_only_its_own_request() {
+    let (s, rec, _rx) = session(None);
+    let a = s.request("a", None).unwrap();
+    let _b = s.request("b", None).unwrap();
+    s.write_failed(Ack::Request(a), CoreError::Write("EPIPE".into()));
+    let events = rec.take();
+    assert_eq!(events.len(), 1);
+    assert!(matches!(&events[0], Event::Settled { ticket, outcome: Err(CoreError::Write(_)) } if *ticket == a));
+    assert_eq!(s.pending_count(), 1);
+  }
+}
