@@ -1,0 +1,137 @@
+//! `request` and `notify` for any transport whose JS side is a `JsSide` (T2, T8, T10).
+use std::rc::{Rc, Weak};
+use std::cell::RefCell;
+
+use napi::sys;
+
+use super::args::{self, ParamsError};
+use super::js::{Js, Thrown, Value};
+use super::js_error;
+use super::pump::{reject_pending, JsSide, Shared};
+use crate::error::CoreError;
+
+fn type_error(js: Js, message: &str) -> Result<Value, Thrown> {
+  js.rejected(js_error::type_error(js, message))
+}
+
+fn connected_session(side: &Shared) -> Option<std::sync::Arc<crate::session::Session>> {
+  side.borrow().session.clone().filter(|s| s.is_connected())
+}
+
+pub fn request(
+  js: Js,
+  side: &Shared,
+  method: Value,
+  params: Option<Value>,
+  options: Option<Value>,
+) -> Result<Value, Thrown> {
+  let method = match args::method(js, method) {
+    Ok(m) => m,
+    Err(message) => return type_error(js, &message),
+  };
+  let params = match args::params(js, params) {
+    Ok(p) => p,
+    Err(ParamsError::Type(message)) => return type_error(js, &message),
+    Err(ParamsError::Thrown(e)) => return js.rejected(e),
+  };
+  let signal = match args::signal(js, options) {
+    Ok(s) => s,
+    Err(message) => return type_error(js, &message),
+  };
+  // T8: already aborted: nothing is sent.
+  if let Some(signal) = signal {
+    if js.truthy(js.get(signal, "aborted")?) {
+      return js.rejected(abort_reason(js, signal).0);
+    }
+  }
+  let Some(session) = connected_session(side) else {
+    return js.rejected(js_error::to_js(js, &CoreError::NotConnected));
+  };
+  let id = match session.request(&method, params.as_deref()) {
+    Ok(id) => id,
+    Err(e) => return js.rejected(js_error::to_js(js, &e)),
+  };
+  let (deferred, promise) = js.create_promise()?;
+  side.borrow_mut().add_pending(id, deferred);
+  if let Some(signal) = signal {
+    let target = AbortTarget {
+      side: Rc::downgrade(side),
+      id,
+    };
+    let listener = js.function("onAbort", on_abort, target)?;
+    let add = js.get(signal, "addEventListener")?;
+    js.call(add, signal, &[js.string("abort"), listener])?;
+    side.borrow_mut().set_abort_hook(id, signal, listener);
+  }
+  Ok(promise)
+}
+
+pub fn notify(js: Js, side: &Shared, method: Value, params: Option<Value>) -> Result<Value, Thrown> {
+  let method = match args::method(js, method) {
+    Ok(m) => m,
+    Err(message) => return type_error(js, &message),
+  };
+  let params = match args::params(js, params) {
+    Ok(p) => p,
+    Err(ParamsError::Type(message)) => return type_error(js, &message),
+    Err(ParamsError::Thrown(e)) => return js.rejected(e),
+  };
+  let Some(session) = connected_session(side) else {
+    return js.rejected(js_error::to_js(js, &CoreError::NotConnected));
+  };
+  match session.notify(&method, params.as_deref()) {
+    Ok(ticket) => {
+      let (deferred, promise) = js.create_promise()?;
+      side.borrow_mut().add_pending(ticket, deferred);
+      Ok(promise)
+    }
+    Err(e) => js.rejected(js_error::to_js(js, &e)),
+  }
+}
+
+/// T8: the rejection is `signal.reason` when it is an Error, else `Error("Aborted")`; the
+/// text goes into `notifications/cancelled`.
+fn abort_reason(js: Js, signal: Value) -> (Value, String) {
+  let reason = js.get(signal, "reason").unwrap_or_else(|_| js.undefined());
+  if js.is_error(reason) {
+    let text = js
+      .get(reason, "message")
+      .ok()
+      .and_then(|m| js.rust_string(m))
+      .filter(|m| !m.is_empty())
+      .unwrap_or_else(|| "Aborted".to_string());
+    (reason, text)
+  } else {
+    (
+      js.error(super::js::ErrorKind::Error, "Aborted"),
+      "Aborted".to_string(),
+    )
+  }
+}
+
+struct AbortTarget {
+  side: Weak<RefCell<JsSide>>,
+  id: u64,
+}
+
+unsafe extern "C" fn on_abort(env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+  let js = Js::new(env);
+  // SAFETY: info belongs to this call; data is the AbortTarget given to js.function.
+  let (_, data) = unsafe { js.args::<0>(info) };
+  let target = unsafe { &*(data as *const AbortTarget) };
+  let Some(side) = target.side.upgrade() else {
+    return js.undefined();
+  };
+  // None once the request has settled: a late abort changes nothing.
+  let Some(signal) = side.borrow().abort_signal(target.id) else {
+    return js.undefined();
+  };
+  let (reason, text) = abort_reason(js, signal);
+  let session = side.borrow().session.clone();
+  reject_pending(&side, target.id, reason);
+  // T9: the core drops the entry and tells the server.
+  if let Some(session) = session {
+    session.abort(target.id, &text);
+  }
+  js.undefined()
+}

@@ -1,0 +1,407 @@
+//! Raw napi calls behind a small vocabulary. Every function here runs on the JS thread.
+use std::ffi::{c_void, CString};
+use std::ptr;
+
+use napi::sys;
+
+pub type Value = sys::napi_value;
+
+/// An exception thrown by JS code we called (or by the engine).
+pub struct Thrown(pub Value);
+
+#[derive(Clone, Copy)]
+pub enum ErrorKind {
+  Error,
+  TypeError,
+}
+
+impl ErrorKind {
+  fn constructor(self) -> &'static str {
+    match self {
+      ErrorKind::Error => "Error",
+      ErrorKind::TypeError => "TypeError",
+    }
+  }
+}
+
+#[derive(Clone, Copy)]
+pub struct Js {
+  pub env: sys::napi_env,
+}
+
+fn c_name(name: &str) -> CString {
+  CString::new(name).unwrap_or_default()
+}
+
+impl Js {
+  pub fn new(env: sys::napi_env) -> Self {
+    Js { env }
+  }
+
+  fn check(&self, status: sys::napi_status) -> Result<(), Thrown> {
+    if status == sys::Status::napi_ok {
+      return Ok(());
+    }
+    let mut pending = false;
+    // SAFETY: env is the live env of the current JS-thread call.
+    unsafe { sys::napi_is_exception_pending(self.env, &mut pending) };
+    if pending {
+      let mut exception = ptr::null_mut();
+      unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut exception) };
+      return Err(Thrown(exception));
+    }
+    Err(Thrown(self.error(
+      ErrorKind::Error,
+      &format!("Node-API call failed (status {status})"),
+    )))
+  }
+
+  pub fn undefined(&self) -> Value {
+    let mut v = ptr::null_mut();
+    unsafe { sys::napi_get_undefined(self.env, &mut v) };
+    v
+  }
+
+  pub fn number(&self, n: f64) -> Value {
+    let mut v = ptr::null_mut();
+    unsafe { sys::napi_create_double(self.env, n, &mut v) };
+    v
+  }
+
+  pub fn string(&self, s: &str) -> Value {
+    let mut v = ptr::null_mut();
+    unsafe { sys::napi_create_string_utf8(self.env, s.as_ptr().cast(), s.len() as isize, &mut v) };
+    v
+  }
+
+  pub fn global(&self) -> Value {
+    let mut v = ptr::null_mut();
+    unsafe { sys::napi_get_global(self.env, &mut v) };
+    v
+  }
+
+  pub fn get(&self, object: Value, name: &str) -> Result<Value, Thrown> {
+    let name = c_name(name);
+    let mut v = ptr::null_mut();
+    self.check(unsafe { sys::napi_get_named_property(self.env, object, name.as_ptr(), &mut v) })?;
+    Ok(v)
+  }
+
+  pub fn set(&self, object: Value, name: &str, value: Value) {
+    let name = c_name(name);
+    unsafe { sys::napi_set_named_property(self.env, object, name.as_ptr(), value) };
+  }
+
+  pub fn type_of(&self, value: Value) -> i32 {
+    let mut t = sys::ValueType::napi_undefined;
+    unsafe { sys::napi_typeof(self.env, value, &mut t) };
+    t
+  }
+
+  pub fn is_nullish(&self, value: Value) -> bool {
+    matches!(
+      self.type_of(value),
+      sys::ValueType::napi_undefined | sys::ValueType::napi_null
+    )
+  }
+
+  pub fn is_function(&self, value: Value) -> bool {
+    self.type_of(value) == sys::ValueType::napi_function
+  }
+
+  /// A plain object in the `Record<string, unknown>` sense: not null, not an array, not a function.
+  pub fn is_record(&self, value: Value) -> bool {
+    let mut array = false;
+    unsafe { sys::napi_is_array(self.env, value, &mut array) };
+    self.type_of(value) == sys::ValueType::napi_object && !array
+  }
+
+  pub fn is_array(&self, value: Value) -> bool {
+    let mut array = false;
+    unsafe { sys::napi_is_array(self.env, value, &mut array) };
+    array
+  }
+
+  pub fn rust_string(&self, value: Value) -> Option<String> {
+    if self.type_of(value) != sys::ValueType::napi_string {
+      return None;
+    }
+    let mut len = 0usize;
+    unsafe { sys::napi_get_value_string_utf8(self.env, value, ptr::null_mut(), 0, &mut len) };
+    let mut buf = vec![0u8; len + 1];
+    let mut written = 0usize;
+    unsafe {
+      sys::napi_get_value_string_utf8(
+        self.env,
+        value,
+        buf.as_mut_ptr().cast(),
+        buf.len(),
+        &mut written,
+      )
+    };
+    buf.truncate(written);
+    String::from_utf8(buf).ok()
+  }
+
+  pub fn number_value(&self, value: Value) -> Option<f64> {
+    if self.type_of(value) != sys::ValueType::napi_number {
+      return None;
+    }
+    let mut n = 0f64;
+    unsafe { sys::napi_get_value_double(self.env, value, &mut n) };
+    Some(n)
+  }
+
+  pub fn truthy(&self, value: Value) -> bool {
+    let mut coerced = ptr::null_mut();
+    let mut b = false;
+    unsafe {
+      sys::napi_coerce_to_bool(self.env, value, &mut coerced);
+      sys::napi_get_value_bool(self.env, coerced, &mut b);
+    }
+    b
+  }
+
+  /// Own enumerable string keys.
+  pub fn keys(&self, object: Value) -> Result<Vec<String>, Thrown> {
+    let mut names = ptr::null_mut();
+    self.check(unsafe { sys::napi_get_property_names(self.env, object, &mut names) })?;
+    let mut len = 0u32;
+    unsafe { sys::napi_get_array_length(self.env, names, &mut len) };
+    let mut keys = Vec::with_capacity(len as usize);
+    for i in 0..len {
+      let mut key = ptr::null_mut();
+      self.check(unsafe { sys::napi_get_element(self.env, names, i, &mut key) })?;
+      if let Some(key) = self.rust_string(key) {
+        keys.push(key);
+      }
+    }
+    Ok(keys)
+  }
+
+  pub fn element(&self, array: Value, index: u32) -> Result<Value, Thrown> {
+    let mut v = ptr::null_mut();
+    self.check(unsafe { sys::napi_get_element(self.env, array, index, &mut v) })?;
+    Ok(v)
+  }
+
+  pub fn array_length(&self, array: Value) -> u32 {
+    let mut len = 0u32;
+    unsafe { sys::napi_get_array_length(self.env, array, &mut len) };
+    len
+  }
+
+  pub fn call(&self, function: Value, this: Value, args: &[Value]) -> Result<Value, Thrown> {
+    let mut result = ptr::null_mut();
+    self.check(unsafe {
+      sys::napi_call_function(
+        self.env,
+        this,
+        function,
+        args.len(),
+        args.as_ptr(),
+        &mut result,
+      )
+    })?;
+    Ok(result)
+  }
+
+  fn json_method(&self, name: &str) -> Result<(Value, Value), Thrown> {
+    let json = self.get(self.global(), "JSON")?;
+    Ok((json, self.get(json, name)?))
+  }
+
+  /// V8's parser: much faster than building objects through napi (NAPI-NOTES).
+  pub fn json_parse(&self, text: &str) -> Result<Value, Thrown> {
+    let (json, parse) = self.json_method("parse")?;
+    self.call(parse, json, &[self.string(text)])
+  }
+
+  /// `JSON.stringify(value)`; `None` when the value has no JSON form (`undefined`, a function).
+  pub fn json_stringify(&self, value: Value) -> Result<Option<String>, Thrown> {
+    let (json, stringify) = self.json_method("stringify")?;
+    let text = self.call(stringify, json, &[value])?;
+    Ok(self.rust_string(text))
+  }
+
+  pub fn error(&self, kind: ErrorKind, message: &str) -> Value {
+    let global = self.global();
+    let mut error = ptr::null_mut();
+    let constructor = self.get(global, kind.constructor());
+    let created = constructor.ok().map(|constructor| {
+      let args = [self.string(message)];
+      unsafe { sys::napi_new_instance(self.env, constructor, 1, args.as_ptr(), &mut error) }
+    });
+    if created != Some(sys::Status::napi_ok) {
+      unsafe { sys::napi_create_error(self.env, ptr::null_mut(), self.string(message), &mut error) };
+    }
+    error
+  }
+
+  /// An `Error` by either test: `napi_is_error` misses DOMException, `instanceof` misses
+  /// errors from another realm.
+  pub fn is_error(&self, value: Value) -> bool {
+    let mut is = false;
+    unsafe { sys::napi_is_error(self.env, value, &mut is) };
+    if is {
+      return true;
+    }
+    if self.type_of(value) != sys::ValueType::napi_object {
+      return false;
+    }
+    match self.get(self.global(), "Error") {
+      Ok(constructor) => {
+        unsafe { sys::napi_instanceof(self.env, value, constructor, &mut is) };
+        is
+      }
+      Err(_) => false,
+    }
+  }
+
+  pub fn throw(&self, error: Value) {
+    unsafe { sys::napi_throw(self.env, error) };
+  }
+
+  pub fn create_promise(&self) -> Result<(sys::napi_deferred, Value), Thrown> {
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    self.check(unsafe { sys::napi_create_promise(self.env, &mut deferred, &mut promise) })?;
+    Ok((deferred, promise))
+  }
+
+  pub fn resolve(&self, deferred: sys::napi_deferred, value: Value) {
+    unsafe { sys::napi_resolve_deferred(self.env, deferred, value) };
+  }
+
+  pub fn reject(&self, deferred: sys::napi_deferred, value: Value) {
+    unsafe { sys::napi_reject_deferred(self.env, deferred, value) };
+  }
+
+  /// A promise already rejected with `value`.
+  pub fn rejected(&self, value: Value) -> Result<Value, Thrown> {
+    let (deferred, promise) = self.create_promise()?;
+    self.reject(deferred, value);
+    Ok(promise)
+  }
+
+  pub fn resolved(&self, value: Value) -> Result<Value, Thrown> {
+    let (deferred, promise) = self.create_promise()?;
+    self.resolve(deferred, value);
+    Ok(promise)
+  }
+
+  pub fn new_ref(&self, value: Value, count: u32) -> sys::napi_ref {
+    let mut r = ptr::null_mut();
+    unsafe { sys::napi_create_reference(self.env, value, count, &mut r) };
+    r
+  }
+
+  pub fn ref_value(&self, reference: sys::napi_ref) -> Option<Value> {
+    let mut v = ptr::null_mut();
+    let status = unsafe { sys::napi_get_reference_value(self.env, reference, &mut v) };
+    (status == sys::Status::napi_ok && !v.is_null()).then_some(v)
+  }
+
+  pub fn delete_ref(&self, reference: sys::napi_ref) {
+    unsafe { sys::napi_delete_reference(self.env, reference) };
+  }
+
+  /// A JS function backed by `callback`, owning `data` until the function is collected.
+  pub fn function<T: 'static>(
+    &self,
+    name: &str,
+    callback: unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> Value,
+    data: T,
+  ) -> Result<Value, Thrown> {
+    unsafe extern "C" fn drop_data<T>(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+      // SAFETY: `data` is the Box leaked below, finalized exactly once.
+      drop(unsafe { Box::from_raw(data.cast::<T>()) });
+    }
+    let data = Box::into_raw(Box::new(data));
+    let mut f = ptr::null_mut();
+    let created = self.check(unsafe {
+      sys::napi_create_function(
+        self.env,
+        name.as_ptr().cast(),
+        name.len() as isize,
+        Some(callback),
+        data.cast(),
+        &mut f,
+      )
+    });
+    if let Err(thrown) = created {
+      // SAFETY: the function was not created, so nobody else owns `data`.
+      drop(unsafe { Box::from_raw(data) });
+      return Err(thrown);
+    }
+    unsafe {
+      sys::napi_add_finalizer(
+        self.env,
+        f,
+        data.cast(),
+        Some(drop_data::<T>),
+        ptr::null_mut(),
+        ptr::null_mut(),
+      )
+    };
+    Ok(f)
+  }
+
+  /// The first `N` arguments and the data pointer of a native function call.
+  ///
+  /// # Safety
+  /// `info` must be the callback info of the current call.
+  pub unsafe fn args<const N: usize>(
+    &self,
+    info: sys::napi_callback_info,
+  ) -> ([Value; N], *mut c_void) {
+    let mut argc = N;
+    let mut argv = [ptr::null_mut(); N];
+    let mut data = ptr::null_mut();
+    unsafe {
+      sys::napi_get_cb_info(
+        self.env,
+        info,
+        &mut argc,
+        argv.as_mut_ptr(),
+        ptr::null_mut(),
+        &mut data,
+      )
+    };
+    let undefined = self.undefined();
+    for arg in argv.iter_mut().skip(argc.min(N)) {
+      *arg = undefined;
+    }
+    (argv, data)
+  }
+}
+
+/// A raw value returned from a `#[napi]` function as is (a promise we made ourselves).
+pub struct JsRaw(pub Value);
+
+impl napi::bindgen_prelude::ToNapiValue for JsRaw {
+  unsafe fn to_napi_value(_env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+    Ok(value.0)
+  }
+}
+
+/// A raw argument taken as is: napi-rs's typed conversion would throw synchronously (E2).
+#[derive(Clone, Copy)]
+pub struct JsArg(pub Value);
+
+impl napi::bindgen_prelude::FromNapiValue for JsArg {
+  unsafe fn from_napi_value(_env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    Ok(JsArg(value))
+  }
+}
+
+impl napi::bindgen_prelude::TypeName for JsArg {
+  fn type_name() -> &'static str {
+    "unknown"
+  }
+  fn value_type() -> napi::ValueType {
+    napi::ValueType::Unknown
+  }
+}
+
+impl napi::bindgen_prelude::ValidateNapiValue for JsArg {}
