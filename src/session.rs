@@ -196,12 +196,12 @@ impl Session {
     let pending = self.state().pending.remove(&id);
     if let Some(pending) = pending {
       let error = CoreError::RequestTimeout(timeout);
-      let reason = error.to_string();
+      // The cancel is queued first, so anything JS sends after seeing the rejection follows it.
+      self.cancelled(id, pending, &error.to_string());
       self.events.emit(Event::Settled {
         ticket: id,
         outcome: Err(error),
       });
-      self.cancelled(id, pending, &reason);
     }
   }
 

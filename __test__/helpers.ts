@@ -1,0 +1,56 @@
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const require = createRequire(import.meta.url);
+// The addon as the agent loads it: through the generated CommonJS loader.
+export const native: typeof import("../index.js") = require("../index.js");
+
+export const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+export const server = fixture("stdio-server.mjs");
+
+export const init = {
+  protocolVersion: "2025-03-26",
+  capabilities: {},
+  clientInfo: { name: "mcp-native-tests", version: "0.0.0" },
+};
+
+export type Transport = import("../index.js").StdioTransport;
+
+/** A connected transport to the scriptable fixture, initialized. */
+export async function connectFixture(
+  flags: string[] = [],
+  config: Record<string, unknown> = {},
+): Promise<Transport> {
+  const t = await native.createStdioTransport({ command: process.execPath, args: [server, ...flags], ...config });
+  await t.request("initialize", init);
+  return t;
+}
+
+export async function callText(t: Transport, name: string, args: Record<string, unknown> = {}, options?: { signal?: AbortSignal }) {
+  const result = await t.request<{ content: { text: string }[] }>("tools/call", { name, arguments: args }, options);
+  return result.content[0].text;
+}
+
+export async function history(t: Transport): Promise<any[]> {
+  return JSON.parse(await callText(t, "history"));
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(check: () => boolean, ms = 5000): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
