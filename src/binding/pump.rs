@@ -403,23 +403,49 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       call_user(js, side, CallbackSlot::Error, &[js_error::to_js(js, &error)]);
     }
     Event::Closed => {
-      let (first, waiters, this_ref) = {
-        let mut s = side.borrow_mut();
-        let first = !s.close_fired;
-        s.close_fired = true;
-        (first, std::mem::take(&mut s.close_waiters), s.this_ref.take())
-      };
-      if first {
-        call_user(js, side, CallbackSlot::Close, &[]);
-      }
-      for waiter in waiters {
-        js.resolve(waiter, js.undefined());
-      }
-      side.borrow_mut().update_keep_alive();
-      if let Some(this_ref) = this_ref {
-        js.delete_ref(this_ref);
+      // S4: onClose comes after the rejections above; their handlers are already queued
+      // as microtasks, so a microtask of our own runs after them.
+      let queued = js
+        .get(js.global(), "queueMicrotask")
+        .ok()
+        .filter(|f| js.is_function(*f))
+        .and_then(|queue| {
+          let fire = js.function("onClosed", fire_closed_microtask, side.clone()).ok()?;
+          js.call(queue, js.undefined(), &[fire]).ok()
+        });
+      if queued.is_none() {
+        fire_closed(js, side);
       }
     }
+  }
+}
+
+unsafe extern "C" fn fire_closed_microtask(env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+  let js = Js::new(env);
+  // SAFETY: info belongs to this call; data is the Shared given to js.function.
+  let (_, data) = unsafe { js.args::<0>(info) };
+  let side = unsafe { &*(data as *const Shared) };
+  fire_closed(js, side);
+  js.undefined()
+}
+
+/// `onClose` exactly once, then every `close()` promise resolves.
+fn fire_closed(js: Js, side: &Shared) {
+  let (first, waiters, this_ref) = {
+    let mut s = side.borrow_mut();
+    let first = !s.close_fired;
+    s.close_fired = true;
+    (first, std::mem::take(&mut s.close_waiters), s.this_ref.take())
+  };
+  if first {
+    call_user(js, side, CallbackSlot::Close, &[]);
+  }
+  for waiter in waiters {
+    js.resolve(waiter, js.undefined());
+  }
+  side.borrow_mut().update_keep_alive();
+  if let Some(this_ref) = this_ref {
+    js.delete_ref(this_ref);
   }
 }
 

@@ -351,9 +351,11 @@ async fn supervise(mut s: Supervised) {
       s.reader.abort();
     }
   }
-  if tokio::time::timeout(STDERR_SETTLE, &mut s.drain)
-    .await
-    .is_err()
+  // A JoinHandle must not be polled again once it has returned.
+  if !s.drain.is_finished()
+    && tokio::time::timeout(STDERR_SETTLE, &mut s.drain)
+      .await
+      .is_err()
   {
     s.drain.abort();
   }

@@ -1,0 +1,241 @@
+// SPEC §3 (S1–S8): the stdio transport's process handling, against real child processes.
+import { spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { alive, callText, connectFixture, fixture, init, native, server, sleep, waitFor, type Transport } from "./helpers";
+
+const open: Transport[] = [];
+async function connect(flags: string[] = [], config: Record<string, unknown> = {}) {
+  const t = await connectFixture(flags, config);
+  open.push(t);
+  return t;
+}
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((t) => t.close()));
+});
+
+describe("S1 spawn", () => {
+  it("S1: the child gets the host environment overlaid with config.env, and config.cwd", async () => {
+    process.env.MCP_NATIVE_FROM_HOST = "host-value";
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "mcp-native-cwd-")));
+    const t = await connect([], { env: { MCP_NATIVE_OVERLAY: "overlay-value" }, cwd: dir });
+    expect(JSON.parse(await callText(t, "env", { name: "MCP_NATIVE_FROM_HOST" }))).toEqual({ value: "host-value", cwd: dir });
+    expect(JSON.parse(await callText(t, "env", { name: "MCP_NATIVE_OVERLAY" })).value).toBe("overlay-value");
+    delete process.env.MCP_NATIVE_FROM_HOST;
+  });
+
+  it("S1: without cwd the child runs in process.cwd(); a second connect() is a no-op", async () => {
+    const t = await connect();
+    expect(JSON.parse(await callText(t, "env", { name: "PATH" })).cwd).toBe(process.cwd());
+    const pid = t.pid;
+    await t.connect();
+    expect(t.pid).toBe(pid);
+    expect(t.connected).toBe(true);
+  });
+
+  it("S1: a command that cannot be spawned rejects naming the command and the OS error, with code", async () => {
+    const missing: any = await native.createStdioTransport({ command: "mcp-native-no-such-command" }).catch((e) => e);
+    expect(missing).toBeInstanceOf(Error);
+    expect(missing.code).toBe("ENOENT");
+    expect(missing.message).toContain("mcp-native-no-such-command");
+    expect(missing.message).toContain("No such file or directory");
+    const file = join(mkdtempSync(join(tmpdir(), "mcp-native-")), "not-executable.sh");
+    writeFileSync(file, "#!/bin/sh\n");
+    chmodSync(file, 0o644);
+    const t = new native.StdioTransport({ command: file });
+    const denied: any = await t.connect().catch((e) => e);
+    expect(denied.code).toBe("EACCES");
+    expect(denied.message).toContain(file);
+    expect(t.connected).toBe(false);
+  });
+});
+
+describe("S2/S3 framing", () => {
+  it("S2: a 20 MB response line arrives whole", async () => {
+    const t = await connect();
+    const text = await callText(t, "big", { bytes: 20_000_000 });
+    expect(text.length).toBe(20_000_000);
+  });
+
+  it("S2: many lines per read and CRLF endings are handled", async () => {
+    const script = `process.stdin.once("data", () => process.stdout.write(${JSON.stringify(
+      '{"jsonrpc":"2.0","method":"a","params":{}}\r\n{"jsonrpc":"2.0","method":"b"}\n{"jsonrpc":"2.0","id":1,"result":{"ok":1}}\r\n',
+    )}))`;
+    const t = await native.createStdioTransport({ command: process.execPath, args: ["-e", script] });
+    open.push(t);
+    const seen: string[] = [];
+    t.onNotification = (m) => seen.push(m);
+    await expect(t.request("x")).resolves.toEqual({ ok: 1 });
+    expect(seen).toEqual(["a", "b"]);
+  });
+
+  it("S3: a stdout banner and other non-JSON-RPC lines are skipped", async () => {
+    const t = await connect(["--banner"]);
+    const errors: Error[] = [];
+    t.onError = (e) => errors.push(e);
+    await expect(callText(t, "echo", { text: "works" })).resolves.toBe("works");
+    expect(errors).toEqual([]);
+  });
+});
+
+describe("S4 server ends", () => {
+  it("S4/S5: a crash rejects pending requests with 'Transport closed' carrying stderr, then onClose fires once", async () => {
+    const t = await connect();
+    const order: string[] = [];
+    t.onClose = () => order.push("close");
+    const pending = t.request("tools/call", { name: "never" }).catch((e) => {
+      order.push("reject");
+      return e;
+    });
+    const crash = t.request("tools/call", { name: "crash", arguments: { stderr: "fatal: disk on fire\n" } }).catch((e) => e);
+    const error: any = await pending;
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toBe("Transport closed");
+    expect(error.stderr).toContain("fatal: disk on fire");
+    expect((await crash).message).toBe("Transport closed");
+    await waitFor(() => order.includes("close"));
+    expect(order).toEqual(["reject", "close"]);
+    expect(t.connected).toBe(false);
+    await t.close();
+    await sleep(50);
+    expect(order).toEqual(["reject", "close"]);
+  });
+
+  it("S4: stdout closed while the process lives on: the transport closes and the process is stopped", async () => {
+    const t = await connect();
+    const pid = t.pid!;
+    let closes = 0;
+    t.onClose = () => closes++;
+    await expect(t.request("tools/call", { name: "close_stdout" })).rejects.toThrow("Transport closed");
+    expect(await waitFor(() => closes === 1)).toBe(true);
+    expect(alive(pid)).toBe(false);
+  });
+});
+
+describe("S5 stderr", () => {
+  it("S5: onStderr receives stderr text; a stderr flood never blocks the server", async () => {
+    const t = await connect(["--stderr-at-start=hello from stderr\n"]);
+    let text = "";
+    t.onStderr = (chunk) => (text += chunk);
+    await expect(callText(t, "stderr_flood", { kib: 8192 })).resolves.toBe("flooded");
+    await waitFor(() => text.length >= 8192 * 1024);
+    expect(text.length).toBeGreaterThanOrEqual(8192 * 1024);
+  });
+
+  it("S5: without onStderr a flood is drained and discarded; the tail is kept (8 KiB)", async () => {
+    const t = await connect();
+    await expect(callText(t, "stderr_flood", { kib: 8192 })).resolves.toBe("flooded");
+    const error: any = await t.request("tools/call", { name: "crash", arguments: { stderr: "last words\n" } }).catch((e) => e);
+    expect(error.stderr.endsWith("last words\n")).toBe(true);
+    expect(error.stderr.length).toBe(8192);
+  });
+});
+
+describe("S6 close", () => {
+  it("S6: close() rejects pending with 'Transport closed', stops the process group, fires onClose exactly once", async () => {
+    const t = await connect(["--grandchild"]);
+    const grandchild = Number(await callText(t, "grandchild_pid"));
+    const pid = t.pid!;
+    expect(alive(grandchild)).toBe(true);
+    let closes = 0;
+    t.onClose = () => closes++;
+    const pending = t.request("tools/call", { name: "never" }).catch((e) => e);
+    const closing = [t.close(), t.close(), t.close()];
+    expect(t.connected).toBe(false);
+    const error = await pending;
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toBe("Transport closed");
+    await Promise.all(closing);
+    expect(closes).toBe(1);
+    expect(alive(pid)).toBe(false);
+    // The grandchild ignores SIGTERM: it needed the group-wide SIGKILL.
+    expect(await waitFor(() => !alive(grandchild), 1000)).toBe(true);
+    await t.close();
+    expect(closes).toBe(1);
+  });
+
+  it("S6: a server that ignores SIGTERM is killed after the grace period", async () => {
+    const t = await connect(["--ignore-sigterm"]);
+    const pid = t.pid!;
+    await t.close();
+    expect(alive(pid)).toBe(false);
+  });
+
+  it("S6: close() on a transport that never connected resolves", async () => {
+    const t = new native.StdioTransport({ command: process.execPath, args: [server] });
+    await expect(t.close()).resolves.toBeUndefined();
+  });
+});
+
+describe("S7 writes", () => {
+  it("S7: frames leave in call order, whole", async () => {
+    const t = await connect();
+    const texts = Array.from({ length: 500 }, (_, i) => `${i}:${"p".repeat(i * 37)}`);
+    const results = await Promise.all(texts.map((text) => callText(t, "echo", { text })));
+    expect(results).toEqual(texts);
+    const seen = JSON.parse(await callText(t, "history")) as any[];
+    const echoed = seen.filter((m) => m.params?.name === "echo").map((m) => m.params.arguments.text);
+    expect(echoed).toEqual(texts);
+  });
+
+  it("S7: writes to a server that stopped reading queue up without blocking the JS thread", async () => {
+    const t = await connect();
+    const stalled = callText(t, "stall_reading", { ms: 1500 });
+    await sleep(100);
+    const big = "b".repeat(1 << 20);
+    const started = Date.now();
+    // 32 MiB against a 64 KiB pipe: with blocking writes this loop would wait for the server.
+    const calls = Array.from({ length: 32 }, () => callText(t, "echo", { text: big }));
+    expect(Date.now() - started).toBeLessThan(1000);
+    await stalled;
+    expect((await Promise.all(calls)).every((r) => r.length === big.length)).toBe(true);
+  });
+
+  it("S7: a write to a process that closed its stdin rejects that request with an Error", async () => {
+    const t = await native.createStdioTransport({ command: "sh", args: ["-c", "exec 0<&-; sleep 30"] });
+    open.push(t);
+    await sleep(100);
+    const error: any = await t.request("tools/call", { name: "echo" }).catch((e) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toMatch(/^Failed to write to MCP server: Broken pipe/);
+    await expect(t.notify("notifications/x")).rejects.toThrow(/^Failed to write to MCP server/);
+    expect(t.connected).toBe(true);
+  });
+});
+
+describe("S8 host exit", () => {
+  function host(mode: string): Promise<{ proc: ReturnType<typeof spawn>; pids: { server: number; grandchild: number } }> {
+    return new Promise((resolve, reject) => {
+      const proc = spawn(process.execPath, [fixture("exit-host.mjs"), mode], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      proc.stdout!.on("data", (d) => {
+        out += d;
+        if (out.includes("\n")) resolve({ proc, pids: JSON.parse(out) });
+      });
+      proc.on("error", reject);
+    });
+  }
+  const exited = (proc: ReturnType<typeof spawn>) =>
+    new Promise<{ code: number | null; signal: string | null }>((r) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) r({ code: proc.exitCode, signal: proc.signalCode });
+      else proc.on("exit", (code, signal) => r({ code, signal }));
+    });
+
+  it("§0/S8: a script that never calls close() still exits, and its server is stopped", async () => {
+    const { proc, pids } = await host("exit");
+    expect(await exited(proc)).toEqual({ code: 0, signal: null });
+    expect(await waitFor(() => !alive(pids.server) && !alive(pids.grandchild), 4000)).toBe(true);
+  });
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    it(`S8: on ${signal} the host's servers and their process groups are terminated`, async () => {
+      const { proc, pids } = await host("wait");
+      expect(alive(pids.server)).toBe(true);
+      proc.kill(signal);
+      expect((await exited(proc)).signal).toBe(signal);
+      expect(await waitFor(() => !alive(pids.server) && !alive(pids.grandchild), 4000)).toBe(true);
+    });
+  }
+});
