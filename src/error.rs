@@ -83,7 +83,10 @@ mod tests {
 
   #[test]
   fn messages_match_the_contract() {
-    assert_eq!(CoreError::NotConnected.to_string(), "Transport not connected");
+    assert_eq!(
+      CoreError::NotConnected.to_string(),
+      "Transport not connected"
+    );
     assert_eq!(
       CoreError::TransportClosed { stderr: None }.to_string(),
       "Transport closed"

@@ -106,7 +106,10 @@ impl Session {
 
   fn state(&self) -> MutexGuard<'_, State> {
     // A panic while holding the lock leaves plain data behind; keep serving.
-    self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    self
+      .state
+      .lock()
+      .unwrap_or_else(|poisoned| poisoned.into_inner())
   }
 
   pub fn is_connected(&self) -> bool {
@@ -258,7 +261,9 @@ impl Session {
           // T11: answered here, without a trip to the JS thread.
           self.answer(id.get(), Ok("{}"));
         } else {
-          self.events.emit(Event::ServerRequest { id, method, params });
+          self
+            .events
+            .emit(Event::ServerRequest { id, method, params });
         }
       }
       Err(_) => {}
@@ -386,7 +391,9 @@ pub mod tests {
       ]
     );
     s.handle_frame(r#"{"jsonrpc":"2.0","id":999,"result":{}}"#);
-    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{b},"result":{{"ok":true}}}}"#));
+    s.handle_frame(&format!(
+      r#"{{"jsonrpc":"2.0","id":{b},"result":{{"ok":true}}}}"#
+    ));
     let events = rec.take();
     assert_eq!(events.len(), 1);
     match &events[0] {
@@ -409,7 +416,9 @@ pub mod tests {
     s.handle_frame(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1}}"#);
     s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":null}}"#));
     let events = rec.take();
-    assert!(matches!(&events[0], Event::Notification { method, .. } if method == "notifications/progress"));
+    assert!(
+      matches!(&events[0], Event::Notification { method, .. } if method == "notifications/progress")
+    );
     assert!(matches!(&events[1], Event::Settled { outcome: Ok(Some(r)), .. } if r.get() == "null"));
   }
 
@@ -422,7 +431,9 @@ pub mod tests {
       vec![r#"{"jsonrpc":"2.0","id":"p1","result":{}}"#.to_string()]
     );
     s.handle_frame(r#"{"jsonrpc":"2.0","id":5,"method":"roots/list","params":{}}"#);
-    assert!(matches!(&rec.take()[0], Event::ServerRequest { method, .. } if method == "roots/list"));
+    assert!(
+      matches!(&rec.take()[0], Event::ServerRequest { method, .. } if method == "roots/list")
+    );
   }
 
   #[tokio::test(start_paused = true)]
@@ -499,7 +510,9 @@ pub mod tests {
     s.write_failed(Ack::Request(a), CoreError::Write("EPIPE".into()));
     let events = rec.take();
     assert_eq!(events.len(), 1);
-    assert!(matches!(&events[0], Event::Settled { ticket, outcome: Err(CoreError::Write(_)) } if *ticket == a));
+    assert!(
+      matches!(&events[0], Event::Settled { ticket, outcome: Err(CoreError::Write(_)) } if *ticket == a)
+    );
     assert_eq!(s.pending_count(), 1);
   }
 }

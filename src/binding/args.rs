@@ -92,7 +92,8 @@ pub fn stdio_config(js: Js, config: Value) -> ArgResult<StdioConfig> {
   let cwd = match field(js, config, "cwd")? {
     None => None,
     Some(v) => Some(PathBuf::from(
-      js.rust_string(v).ok_or("The \"cwd\" field must be a string")?,
+      js.rust_string(v)
+        .ok_or("The \"cwd\" field must be a string")?,
     )),
   };
   Ok(StdioConfig {

@@ -1,6 +1,6 @@
 //! `request` and `notify` for any transport whose JS side is a `JsSide` (T2, T8, T10).
-use std::rc::{Rc, Weak};
 use std::cell::RefCell;
+use std::rc::{Rc, Weak};
 
 use napi::sys;
 
@@ -66,7 +66,12 @@ pub fn request(
   Ok(promise)
 }
 
-pub fn notify(js: Js, side: &Shared, method: Value, params: Option<Value>) -> Result<Value, Thrown> {
+pub fn notify(
+  js: Js,
+  side: &Shared,
+  method: Value,
+  params: Option<Value>,
+) -> Result<Value, Thrown> {
   let method = match args::method(js, method) {
     Ok(m) => m,
     Err(message) => return type_error(js, &message),

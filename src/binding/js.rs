@@ -233,7 +233,9 @@ impl Js {
       unsafe { sys::napi_new_instance(self.env, constructor, 1, args.as_ptr(), &mut error) }
     });
     if created != Some(sys::Status::napi_ok) {
-      unsafe { sys::napi_create_error(self.env, ptr::null_mut(), self.string(message), &mut error) };
+      unsafe {
+        sys::napi_create_error(self.env, ptr::null_mut(), self.string(message), &mut error)
+      };
     }
     error
   }

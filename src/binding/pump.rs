@@ -265,7 +265,9 @@ impl JsSide {
     self.update_keep_alive();
     if let Some(hook) = pending.abort {
       let js = Js::new(self.env);
-      if let (Some(signal), Some(listener)) = (js.ref_value(hook.signal), js.ref_value(hook.listener)) {
+      if let (Some(signal), Some(listener)) =
+        (js.ref_value(hook.signal), js.ref_value(hook.listener))
+      {
         if let Ok(remove) = js.get(signal, "removeEventListener") {
           let _ = js.call(remove, signal, &[js.string("abort"), listener]);
         }
@@ -378,7 +380,10 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       if !side.borrow_mut().has_callback(CallbackSlot::Notification) {
         return;
       }
-      let args = [js.string(&method), parse_or_undefined(js, params.as_deref())];
+      let args = [
+        js.string(&method),
+        parse_or_undefined(js, params.as_deref()),
+      ];
       call_user(js, side, CallbackSlot::Notification, &args);
     }
     Event::Settled { ticket, outcome } => {
@@ -400,7 +405,12 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       call_user(js, side, CallbackSlot::Stderr, &[js.string(&text)]);
     }
     Event::Error(error) => {
-      call_user(js, side, CallbackSlot::Error, &[js_error::to_js(js, &error)]);
+      call_user(
+        js,
+        side,
+        CallbackSlot::Error,
+        &[js_error::to_js(js, &error)],
+      );
     }
     Event::Closed => {
       // S4: onClose comes after the rejections above; their handlers are already queued
@@ -410,7 +420,9 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
         .ok()
         .filter(|f| js.is_function(*f))
         .and_then(|queue| {
-          let fire = js.function("onClosed", fire_closed_microtask, side.clone()).ok()?;
+          let fire = js
+            .function("onClosed", fire_closed_microtask, side.clone())
+            .ok()?;
           js.call(queue, js.undefined(), &[fire]).ok()
         });
       if queued.is_none() {
@@ -420,7 +432,10 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
   }
 }
 
-unsafe extern "C" fn fire_closed_microtask(env: sys::napi_env, info: sys::napi_callback_info) -> Value {
+unsafe extern "C" fn fire_closed_microtask(
+  env: sys::napi_env,
+  info: sys::napi_callback_info,
+) -> Value {
   let js = Js::new(env);
   // SAFETY: info belongs to this call; data is the Shared given to js.function.
   let (_, data) = unsafe { js.args::<0>(info) };
@@ -435,7 +450,11 @@ fn fire_closed(js: Js, side: &Shared) {
     let mut s = side.borrow_mut();
     let first = !s.close_fired;
     s.close_fired = true;
-    (first, std::mem::take(&mut s.close_waiters), s.this_ref.take())
+    (
+      first,
+      std::mem::take(&mut s.close_waiters),
+      s.this_ref.take(),
+    )
   };
   if first {
     call_user(js, side, CallbackSlot::Close, &[]);
@@ -521,7 +540,9 @@ impl AnswerTarget {
 
   fn answer_error(&self, js: Js, exception: Value) {
     if self.first() {
-      self.session.answer(&self.id, Err(&rpc_error_from(js, exception)));
+      self
+        .session
+        .answer(&self.id, Err(&rpc_error_from(js, exception)));
     }
   }
 }
@@ -566,7 +587,9 @@ fn rpc_error_from(js: Js, thrown: Value) -> RpcError {
     .map(|c| c as i64)
     .unwrap_or(INTERNAL_ERROR);
   let message = if is_object {
-    js.get(thrown, "message").ok().and_then(|m| js.rust_string(m))
+    js.get(thrown, "message")
+      .ok()
+      .and_then(|m| js.rust_string(m))
   } else {
     js.rust_string(thrown)
   };

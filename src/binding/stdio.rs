@@ -41,7 +41,10 @@ impl JsStdioTransport {
       return Ok(());
     }
     let Some(handle) = runtime::handle() else {
-      return Err(js.error(super::js::ErrorKind::Error, "The async runtime could not start"));
+      return Err(js.error(
+        super::js::ErrorKind::Error,
+        "The async runtime could not start",
+      ));
     };
     let sink = self.side.borrow().sink();
     let transport = StdioTransport::spawn(self.config.clone(), sink, &handle)
@@ -128,9 +131,15 @@ impl JsStdioTransport {
     options: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    calls::request(js, &self.side, method.0, params.map(|p| p.0), options.map(|o| o.0))
-      .map(JsRaw)
-      .map_err(|t| thrown(js, t))
+    calls::request(
+      js,
+      &self.side,
+      method.0,
+      params.map(|p| p.0),
+      options.map(|o| o.0),
+    )
+    .map(JsRaw)
+    .map_err(|t| thrown(js, t))
   }
 
   /// Sends a JSON-RPC notification; resolves once it is written (T2, S7).
@@ -165,22 +174,38 @@ impl JsStdioTransport {
     result.map(JsRaw).map_err(|t| thrown(js, t))
   }
 
-  #[napi(getter, js_name = "onClose", ts_return_type = "(() => void) | undefined")]
+  #[napi(
+    getter,
+    js_name = "onClose",
+    ts_return_type = "(() => void) | undefined"
+  )]
   pub fn get_on_close(&self) -> JsRaw {
     self.callback(CallbackSlot::Close)
   }
 
-  #[napi(setter, js_name = "onClose", ts_args_type = "callback: (() => void) | undefined")]
+  #[napi(
+    setter,
+    js_name = "onClose",
+    ts_args_type = "callback: (() => void) | undefined"
+  )]
   pub fn set_on_close(&mut self, callback: JsArg) {
     self.set_callback(CallbackSlot::Close, callback)
   }
 
-  #[napi(getter, js_name = "onError", ts_return_type = "((error: Error) => void) | undefined")]
+  #[napi(
+    getter,
+    js_name = "onError",
+    ts_return_type = "((error: Error) => void) | undefined"
+  )]
   pub fn get_on_error(&self) -> JsRaw {
     self.callback(CallbackSlot::Error)
   }
 
-  #[napi(setter, js_name = "onError", ts_args_type = "callback: ((error: Error) => void) | undefined")]
+  #[napi(
+    setter,
+    js_name = "onError",
+    ts_args_type = "callback: ((error: Error) => void) | undefined"
+  )]
   pub fn set_on_error(&mut self, callback: JsArg) {
     self.set_callback(CallbackSlot::Error, callback)
   }
@@ -221,12 +246,20 @@ impl JsStdioTransport {
     self.set_callback(CallbackSlot::Request, callback)
   }
 
-  #[napi(getter, js_name = "onStderr", ts_return_type = "((chunk: string) => void) | undefined")]
+  #[napi(
+    getter,
+    js_name = "onStderr",
+    ts_return_type = "((chunk: string) => void) | undefined"
+  )]
   pub fn get_on_stderr(&self) -> JsRaw {
     self.callback(CallbackSlot::Stderr)
   }
 
-  #[napi(setter, js_name = "onStderr", ts_args_type = "callback: ((chunk: string) => void) | undefined")]
+  #[napi(
+    setter,
+    js_name = "onStderr",
+    ts_args_type = "callback: ((chunk: string) => void) | undefined"
+  )]
   pub fn set_on_stderr(&mut self, callback: JsArg) {
     self.set_callback(CallbackSlot::Stderr, callback)
   }

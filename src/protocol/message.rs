@@ -152,7 +152,9 @@ pub fn error_frame(id: &str, error: &RpcError) -> String {
     Some(data) => format!(
       r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message},"data":{data}}}}}"#
     ),
-    None => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#),
+    None => {
+      format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#)
+    }
   }
 }
 
@@ -232,8 +234,8 @@ mod tests {
 
   #[test]
   fn notifications_and_requests_are_told_apart_by_id() {
-    let n = classify(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"x":1}}"#)
-      .unwrap();
+    let n =
+      classify(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"x":1}}"#).unwrap();
     assert_eq!(
       n,
       Incoming::Notification {

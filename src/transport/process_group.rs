@@ -103,9 +103,8 @@ struct PreviousActions([std::cell::UnsafeCell<std::mem::MaybeUninit<libc::sigact
 // SAFETY: each slot is written before the handler that reads it is installed, and only then.
 unsafe impl Sync for PreviousActions {}
 
-static PREVIOUS: PreviousActions = PreviousActions(
-  [const { std::cell::UnsafeCell::new(std::mem::MaybeUninit::zeroed()) }; 3],
-);
+static PREVIOUS: PreviousActions =
+  PreviousActions([const { std::cell::UnsafeCell::new(std::mem::MaybeUninit::zeroed()) }; 3]);
 
 extern "C" fn on_exit_signal(signal: i32, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
   terminate_all();

@@ -102,7 +102,9 @@ impl StdioTransport {
         Ok(())
       });
     }
-    let mut child = command.spawn().map_err(|e| spawn_error(&config.command, &e))?;
+    let mut child = command
+      .spawn()
+      .map_err(|e| spawn_error(&config.command, &e))?;
     let pid = child.id().unwrap_or_default();
     let pgid = pid as i32;
     process_group::register(pgid);
@@ -112,7 +114,10 @@ impl StdioTransport {
       // Unreachable with piped stdio; still, never leave the child behind.
       process_group::signal_group(pgid, libc::SIGKILL);
       process_group::unregister(pgid);
-      return Err(spawn_error(&config.command, &io::Error::other("no stdio pipes")));
+      return Err(spawn_error(
+        &config.command,
+        &io::Error::other("no stdio pipes"),
+      ));
     };
 
     let (outbox, outgoing) = mpsc::unbounded_channel();
@@ -267,9 +272,11 @@ async fn read_frames(
   let mut framer = LineFramer::new(max_message_bytes);
   let deliver = |frame: Frame| match frame {
     Frame::Line(line) => session.handle_frame(&line),
-    Frame::TooLarge => session.events().emit(Event::Error(CoreError::MessageTooLarge {
-      limit: max_message_bytes,
-    })),
+    Frame::TooLarge => session
+      .events()
+      .emit(Event::Error(CoreError::MessageTooLarge {
+        limit: max_message_bytes,
+      })),
     Frame::NotUtf8 => {}
   };
   loop {
@@ -347,7 +354,10 @@ async fn supervise(mut s: Supervised) {
   stop_process_group(&mut s.child, s.pgid).await;
   if !s.reader.is_finished() {
     // Every writer of the pipe is dead now, so EOF is near; bound it anyway.
-    if tokio::time::timeout(KILL_GRACE, &mut s.reader).await.is_err() {
+    if tokio::time::timeout(KILL_GRACE, &mut s.reader)
+      .await
+      .is_err()
+    {
       s.reader.abort();
     }
   }

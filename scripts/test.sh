@@ -1,0 +1,11 @@
+#!/bin/sh
+# The whole test suite: Rust checks and unit tests, the addon build, the Vitest suite
+# (Node) and the Bun smoke run.
+set -eu
+cd "$(dirname "$0")/.."
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+cargo test
+npx napi build --platform --release
+npx vitest run
+node_modules/.bin/bun __test__/bun-smoke.mjs
