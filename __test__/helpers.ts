@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { afterEach } from "vitest";
 import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
@@ -54,3 +55,19 @@ export async function waitFor(check: () => boolean, ms = 5000): Promise<boolean>
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** connectFixture for a test file: every transport it opens is closed after each test. */
+export function closingAfterEach() {
+  const open: Transport[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((t) => t.close()));
+  });
+  return {
+    open,
+    connect: async (flags: string[] = [], config: Record<string, unknown> = {}) => {
+      const t = await connectFixture(flags, config);
+      open.push(t);
+      return t;
+    },
+  };
+}

@@ -3,18 +3,10 @@ import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { alive, callText, connectFixture, fixture, init, native, server, sleep, waitFor, type Transport } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { alive, callText, closingAfterEach, fixture, native, server, sleep, waitFor } from "./helpers";
 
-const open: Transport[] = [];
-async function connect(flags: string[] = [], config: Record<string, unknown> = {}) {
-  const t = await connectFixture(flags, config);
-  open.push(t);
-  return t;
-}
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((t) => t.close()));
-});
+const { open, connect } = closingAfterEach();
 
 describe("S1 spawn", () => {
   it("S1: the child gets the host environment overlaid with config.env, and config.cwd", async () => {

@@ -1,17 +1,9 @@
 // SPEC §2 (T1–T11) over stdio, against the scriptable fixture server.
 import { getEventListeners } from "node:events";
-import { afterEach, describe, expect, it } from "vitest";
-import { callText, connectFixture, history, init, native, server, sleep, type Transport } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { callText, closingAfterEach, history, init, native, server, sleep } from "./helpers";
 
-const open: Transport[] = [];
-async function connect(flags: string[] = [], config: Record<string, unknown> = {}) {
-  const t = await connectFixture(flags, config);
-  open.push(t);
-  return t;
-}
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((t) => t.close()));
-});
+const { open, connect } = closingAfterEach();
 
 describe("T1 callbacks", () => {
   it("T1: callbacks are assignable properties; the last assigned is called; the getter returns it", async () => {

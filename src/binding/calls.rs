@@ -14,6 +14,20 @@ fn type_error(js: Js, message: &str) -> Result<Value, Thrown> {
   js.rejected(js_error::type_error(js, message))
 }
 
+/// T2/E2: the method name and the params as JSON text, or the value to reject with.
+fn method_and_params(
+  js: Js,
+  method: Value,
+  params: Option<Value>,
+) -> Result<(String, Option<String>), Value> {
+  let method = args::method(js, method).map_err(|m| js_error::type_error(js, &m))?;
+  let params = args::params(js, params).map_err(|e| match e {
+    ParamsError::Type(message) => js_error::type_error(js, &message),
+    ParamsError::Thrown(thrown) => thrown,
+  })?;
+  Ok((method, params))
+}
+
 fn connected_session(side: &Shared) -> Option<std::sync::Arc<crate::session::Session>> {
   side.borrow().session.clone().filter(|s| s.is_connected())
 }
@@ -25,14 +39,9 @@ pub fn request(
   params: Option<Value>,
   options: Option<Value>,
 ) -> Result<Value, Thrown> {
-  let method = match args::method(js, method) {
-    Ok(m) => m,
-    Err(message) => return type_error(js, &message),
-  };
-  let params = match args::params(js, params) {
-    Ok(p) => p,
-    Err(ParamsError::Type(message)) => return type_error(js, &message),
-    Err(ParamsError::Thrown(e)) => return js.rejected(e),
+  let (method, params) = match method_and_params(js, method, params) {
+    Ok(both) => both,
+    Err(rejection) => return js.rejected(rejection),
   };
   let signal = match args::signal(js, options) {
     Ok(s) => s,
@@ -72,14 +81,9 @@ pub fn notify(
   method: Value,
   params: Option<Value>,
 ) -> Result<Value, Thrown> {
-  let method = match args::method(js, method) {
-    Ok(m) => m,
-    Err(message) => return type_error(js, &message),
-  };
-  let params = match args::params(js, params) {
-    Ok(p) => p,
-    Err(ParamsError::Type(message)) => return type_error(js, &message),
-    Err(ParamsError::Thrown(e)) => return js.rejected(e),
+  let (method, params) = match method_and_params(js, method, params) {
+    Ok(both) => both,
+    Err(rejection) => return js.rejected(rejection),
   };
   let Some(session) = connected_session(side) else {
     return js.rejected(js_error::to_js(js, &CoreError::NotConnected));

@@ -269,7 +269,10 @@ impl Drop for JsStdioTransport {
   fn drop(&mut self) {
     // Collected: closed (or never connected), so stop delivering and free the channel.
     drop(self.transport.take());
-    self.side.borrow_mut().release();
+    // A finalizer never runs inside our own dispatch, but never panic in one if it did.
+    if let Ok(mut side) = self.side.try_borrow_mut() {
+      side.release();
+    }
   }
 }
 

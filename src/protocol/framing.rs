@@ -32,22 +32,20 @@ impl LineFramer {
   pub fn next_frame(&mut self) -> Option<Frame> {
     // Decoding directly (not through `FramedRead`) keeps going after an oversize error:
     // `FramedRead` would end the stream there.
-    match self.codec.decode(&mut self.buffer) {
-      Ok(Some(line)) => Some(Frame::Line(line)),
-      Ok(None) => None,
-      Err(LinesCodecError::MaxLineLengthExceeded) => Some(Frame::TooLarge),
-      Err(LinesCodecError::Io(_)) => Some(Frame::NotUtf8),
-    }
+    to_frame(self.codec.decode(&mut self.buffer))
   }
 
   /// At end of input: a last line without a trailing newline still counts.
   pub fn finish(&mut self) -> Option<Frame> {
-    match self.codec.decode_eof(&mut self.buffer) {
-      Ok(Some(line)) => Some(Frame::Line(line)),
-      Ok(None) => None,
-      Err(LinesCodecError::MaxLineLengthExceeded) => Some(Frame::TooLarge),
-      Err(LinesCodecError::Io(_)) => Some(Frame::NotUtf8),
-    }
+    to_frame(self.codec.decode_eof(&mut self.buffer))
+  }
+}
+
+fn to_frame(decoded: Result<Option<String>, LinesCodecError>) -> Option<Frame> {
+  match decoded {
+    Ok(line) => line.map(Frame::Line),
+    Err(LinesCodecError::MaxLineLengthExceeded) => Some(Frame::TooLarge),
+    Err(LinesCodecError::Io(_)) => Some(Frame::NotUtf8),
   }
 }
 
