@@ -37,6 +37,38 @@ pub enum CoreError {
   /// S4: reading the server's stdout failed (not EOF).
   #[error("Failed to read from MCP server: {0}")]
   Read(String),
+  /// T7: the SSE-streamed phase of an HTTP request ran out of time.
+  #[error("SSE response timeout after {}ms", .0.as_millis())]
+  SseTimeout(Duration),
+  /// T7/H7
+  #[error("Notify timeout after {}ms", .0.as_millis())]
+  NotifyTimeout(Duration),
+  /// H4/H7: a non-2xx answer. Requests list the auth hints in the message, notifications
+  /// only as properties (as the agent does).
+  #[error("HTTP {status}: {body}{}", auth_hint(*.hint_in_message, .www_authenticate, .mcp_auth_server))]
+  Http {
+    status: u16,
+    body: String,
+    www_authenticate: Option<String>,
+    mcp_auth_server: Option<String>,
+    hint_in_message: bool,
+  },
+  /// H5/H6: a body or event payload that is not JSON. The JS side rethrows V8's own
+  /// `SyntaxError` for this text, so the message matches `JSON.parse`.
+  #[error("Invalid JSON in response")]
+  InvalidJson(String),
+  /// H6: the SSE stream ended before the answer.
+  #[error("No response received for request ID {0}")]
+  NoResponse(u64),
+  /// E3 over HTTP: a JSON body over `maxMessageBytes`.
+  #[error("Response body larger than maxMessageBytes ({limit} bytes)")]
+  BodyTooLarge { limit: usize },
+  /// The request never got an HTTP answer (W8: the OS words stay in the message).
+  #[error("{message}")]
+  Network {
+    message: String,
+    code: Option<String>,
+  },
   /// E3: one incoming message was larger than the limit and was discarded.
   #[error("Discarded an incoming message larger than maxMessageBytes ({limit} bytes)")]
   MessageTooLarge { limit: usize },
@@ -47,8 +79,33 @@ impl CoreError {
   pub fn string_code(&self) -> Option<&str> {
     match self {
       CoreError::Spawn { code, .. } => Some(code),
+      CoreError::Network {
+        code: Some(code), ..
+      } => Some(code),
       _ => None,
     }
+  }
+}
+
+fn auth_hint(
+  in_message: bool,
+  www_authenticate: &Option<String>,
+  mcp_auth_server: &Option<String>,
+) -> String {
+  if !in_message {
+    return String::new();
+  }
+  let parts: Vec<String> = [
+    ("WWW-Authenticate", www_authenticate),
+    ("Mcp-Auth-Server", mcp_auth_server),
+  ]
+  .into_iter()
+  .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}: {v}")))
+  .collect();
+  if parts.is_empty() {
+    String::new()
+  } else {
+    format!(" [{}]", parts.join("; "))
   }
 }
 
@@ -72,6 +129,12 @@ pub fn errno_name(errno: i32) -> String {
     libc::EPIPE => "EPIPE",
     libc::ENAMETOOLONG => "ENAMETOOLONG",
     libc::ELOOP => "ELOOP",
+    libc::ECONNREFUSED => "ECONNREFUSED",
+    libc::ECONNRESET => "ECONNRESET",
+    libc::ETIMEDOUT => "ETIMEDOUT",
+    libc::EHOSTUNREACH => "EHOSTUNREACH",
+    libc::ENETUNREACH => "ENETUNREACH",
+    libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
     _ => return format!("E{errno}"),
   };
   name.to_string()
@@ -101,6 +164,22 @@ mod tests {
       data: None,
     };
     assert_eq!(rpc.to_string(), "MCP error -32601: Method not found");
+    let http = |hint| CoreError::Http {
+      status: 401,
+      body: "denied".into(),
+      www_authenticate: Some("Bearer realm=\"x\"".into()),
+      mcp_auth_server: Some("https://auth".into()),
+      hint_in_message: hint,
+    };
+    assert_eq!(
+      http(true).to_string(),
+      "HTTP 401: denied [WWW-Authenticate: Bearer realm=\"x\"; Mcp-Auth-Server: https://auth]"
+    );
+    assert_eq!(http(false).to_string(), "HTTP 401: denied");
+    assert_eq!(
+      CoreError::NoResponse(3).to_string(),
+      "No response received for request ID 3"
+    );
   }
 
   #[test]

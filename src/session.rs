@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::CoreError;
 use crate::protocol::message::{self, Incoming, RpcError};
@@ -53,19 +54,25 @@ pub enum Ack {
 pub struct Outgoing {
   pub frame: String,
   pub ack: Ack,
+  /// For requests: cancelled once nobody waits for the answer any more (answered, timed
+  /// out, aborted, closed), so a transport can drop the work in flight (T7, T8).
+  pub cancel: Option<CancellationToken>,
 }
 
 struct Pending {
   /// T9: `initialize` is never cancelled.
   is_initialize: bool,
   timer: Option<JoinHandle<()>>,
+  cancel: CancellationToken,
 }
 
 impl Pending {
+  /// The entry is gone: stop its timer and whatever the transport still does for it.
   fn stop_timer(self) {
     if let Some(timer) = self.timer {
       timer.abort();
     }
+    self.cancel.cancel();
   }
 }
 
@@ -73,6 +80,8 @@ struct State {
   connected: bool,
   next_ticket: u64,
   pending: HashMap<u64, Pending>,
+  /// The version the server answered `initialize` with (H2 sends it as a header).
+  protocol_version: Option<String>,
 }
 
 pub struct Session {
@@ -96,6 +105,7 @@ impl Session {
         connected: true,
         next_ticket: 1,
         pending: HashMap::new(),
+        protocol_version: None,
       }),
       outbox,
       events,
@@ -142,11 +152,13 @@ impl Session {
     });
     // Queued under the lock so frames leave in call order (S7).
     let frame = message::request_frame(id, method, params);
+    let cancel = CancellationToken::new();
     if self
       .outbox
       .send(Outgoing {
         frame,
         ack: Ack::Request(id),
+        cancel: Some(cancel.clone()),
       })
       .is_err()
     {
@@ -160,6 +172,7 @@ impl Session {
       Pending {
         is_initialize: method == "initialize",
         timer,
+        cancel,
       },
     );
     Ok(id)
@@ -182,6 +195,7 @@ impl Session {
       .send(Outgoing {
         frame,
         ack: Ack::Notify(ticket),
+        cancel: None,
       })
       .map_err(|_| CoreError::NotConnected)?;
     Ok(ticket)
@@ -196,9 +210,13 @@ impl Session {
   }
 
   fn expire(&self, id: u64, timeout: Duration) {
+    self.time_out(id, CoreError::RequestTimeout(timeout));
+  }
+
+  /// T7/T9: a transport-side timer for request `id` ran out (HTTP times its phases itself).
+  pub fn time_out(&self, id: u64, error: CoreError) {
     let pending = self.state().pending.remove(&id);
     if let Some(pending) = pending {
-      let error = CoreError::RequestTimeout(timeout);
       // The cancel is queued first, so anything JS sends after seeing the rejection follows it.
       self.cancelled(id, pending, &error.to_string());
       self.events.emit(Event::Settled {
@@ -226,6 +244,7 @@ impl Session {
     let _ = self.outbox.send(Outgoing {
       frame,
       ack: Ack::None,
+      cancel: None,
     });
   }
 
@@ -239,7 +258,14 @@ impl Session {
       Ok(Incoming::Response { id, outcome }) => {
         // T5: unknown ids (and ids that are not ours) are ignored.
         let Some(id) = id else { return };
-        let pending = self.state().pending.remove(&id);
+        let mut state = self.state();
+        let pending = state.pending.remove(&id);
+        if let (Some(pending), Ok(result)) = (&pending, &outcome) {
+          if pending.is_initialize {
+            state.protocol_version = message::protocol_version(result);
+          }
+        }
+        drop(state);
         if let Some(pending) = pending {
           pending.stop_timer();
           let outcome = outcome.map(Some).map_err(|e| CoreError::Rpc {
@@ -332,6 +358,23 @@ impl Session {
       });
     }
     true
+  }
+
+  /// A ticket for a JS promise the session does not track itself (the SSE listener).
+  pub fn allocate_ticket(&self) -> u64 {
+    let mut state = self.state();
+    let ticket = state.next_ticket;
+    state.next_ticket += 1;
+    ticket
+  }
+
+  pub fn protocol_version(&self) -> Option<String> {
+    self.state().protocol_version.clone()
+  }
+
+  /// Whether request `id` is still waiting for its answer.
+  pub fn is_pending(&self, id: u64) -> bool {
+    self.state().pending.contains_key(&id)
   }
 
   pub fn pending_count(&self) -> usize {

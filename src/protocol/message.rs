@@ -158,6 +158,18 @@ pub fn error_frame(id: &str, error: &RpcError) -> String {
   }
 }
 
+/// The `protocolVersion` of an `initialize` result.
+pub fn protocol_version(result: &RawValue) -> Option<String> {
+  #[derive(Deserialize)]
+  struct Initialized {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: Option<String>,
+  }
+  serde_json::from_str::<Initialized>(result.get())
+    .ok()?
+    .protocol_version
+}
+
 /// T9: `notifications/cancelled` params for one of our request ids.
 pub fn cancelled_params(request_id: u64, reason: &str) -> String {
   let reason = json_string(reason);

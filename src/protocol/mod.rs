@@ -1,3 +1,4 @@
 //! Pure JSON-RPC 2.0 logic: framing, message classification, outgoing frames.
 pub mod framing;
 pub mod message;
+pub mod sse;

@@ -1,0 +1,655 @@
+//! H1–H11: Streamable HTTP (POST answered with JSON or an SSE stream, the optional GET
+//! listener, sessions) and, for `type: "sse"`, the legacy 2024-11-05 HTTP+SSE protocol.
+//!
+//! Every frame the session queues becomes its own POST task. A request's task watches the
+//! request's cancel token, so an abort, a timeout or `close()` drops the HTTP exchange
+//! itself (T7, T8, H9). Answers, whatever the channel, go through `Session::handle_frame`,
+//! which keeps the order of notifications and responses (T3).
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::{Method, Response, Url};
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{errno_name, CoreError};
+use crate::protocol::sse::{SseEvent, SseItem, SseParser};
+use crate::session::{Ack, Event, EventSink, Outgoing, Session};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+/// H2: protocol versions from this one on are sent as a header.
+const FIRST_VERSION_WITH_HEADER: &str = "2025-06-18";
+/// H9: how long DELETE may take when requests have no timeout.
+const DELETE_TIMEOUT_WITHOUT_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+  pub url: Url,
+  /// `config.headers`, sent after the defaults (they may override them).
+  pub headers: Vec<(String, String)>,
+  /// Per-phase timeout; `None` disables it.
+  pub timeout: Option<Duration>,
+  pub max_message_bytes: usize,
+  /// `type: "sse"`: a server that only speaks the 2024-11-05 protocol is detected (H11).
+  pub allow_legacy: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Mode {
+  /// Not known yet (`type: "sse"` before the first answer).
+  Probing,
+  Streamable,
+  /// H11: POSTs go to the endpoint the GET stream named; answers come on that stream.
+  Legacy {
+    endpoint: Url,
+  },
+}
+
+struct Shared {
+  config: HttpConfig,
+  headers: HeaderMap,
+  client: reqwest::Client,
+  session_id: Mutex<Option<String>>,
+  mode: tokio::sync::Mutex<Mode>,
+  /// Cancelled by close(): stops the GET listener and the legacy stream.
+  closing: CancellationToken,
+  runtime: Handle,
+}
+
+pub struct HttpTransport {
+  session: Arc<Session>,
+  shared: Arc<Shared>,
+}
+
+impl HttpTransport {
+  /// H1: no network traffic here; the session starts connected.
+  ///
+  /// # Errors
+  /// `Network` if the HTTP client cannot be built (TLS roots, a bad proxy variable).
+  pub fn connect(
+    config: HttpConfig,
+    events: Arc<dyn EventSink>,
+    runtime: &Handle,
+  ) -> Result<Self, CoreError> {
+    let _context = runtime.enter();
+    // H10: one pool per transport; proxies from HTTPS_PROXY/HTTP_PROXY/NO_PROXY.
+    let client = reqwest::Client::builder()
+      .build()
+      .map_err(|e| network_error(&config.url, &e))?;
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+      ACCEPT,
+      HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    for (name, value) in &config.headers {
+      let (Ok(name), Ok(value)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+      ) else {
+        continue;
+      };
+      headers.insert(name, value);
+    }
+    let mode = if config.allow_legacy {
+      Mode::Probing
+    } else {
+      Mode::Streamable
+    };
+    let (outbox, outgoing) = mpsc::unbounded_channel();
+    // HTTP times each phase itself (T7), so the session runs no timers of its own.
+    let session = Session::new(outbox, events, None, runtime.clone());
+    let shared = Arc::new(Shared {
+      config,
+      headers,
+      client,
+      session_id: Mutex::new(None),
+      mode: tokio::sync::Mutex::new(mode),
+      closing: CancellationToken::new(),
+      runtime: runtime.clone(),
+    });
+    runtime.spawn(dispatch(outgoing, shared.clone(), Arc::downgrade(&session)));
+    Ok(HttpTransport { session, shared })
+  }
+
+  pub fn session(&self) -> &Arc<Session> {
+    &self.session
+  }
+
+  pub fn url(&self) -> &str {
+    self.shared.config.url.as_str()
+  }
+
+  pub fn session_id(&self) -> Option<String> {
+    self.shared.session_id()
+  }
+
+  /// H8: the GET listener. `Event::Settled { ticket }` follows when it stops.
+  pub fn start_listener(&self, ticket: u64) {
+    let shared = self.shared.clone();
+    let session = self.session.clone();
+    self.shared.runtime.spawn(async move {
+      if session.is_connected() {
+        tokio::select! {
+          _ = shared.closing.cancelled() => {}
+          _ = listen(&shared, &session) => {}
+        }
+      }
+      session.events().emit(Event::Settled {
+        ticket,
+        outcome: Ok(None),
+      });
+    });
+  }
+
+  /// H9: disconnects at once, stops the listener, drops requests in flight, then DELETEs
+  /// the session (if any) and emits `Event::Closed`.
+  pub fn close(&self) {
+    if !self
+      .session
+      .disconnect(CoreError::TransportClosed { stderr: None })
+    {
+      return;
+    }
+    self.shared.closing.cancel();
+    let shared = self.shared.clone();
+    let events = self.session.events().clone();
+    self.shared.runtime.spawn(async move {
+      let session_id = shared.session_id.lock().ok().and_then(|mut s| s.take());
+      if let Some(session_id) = session_id {
+        let limit = shared
+          .config
+          .timeout
+          .unwrap_or(DELETE_TIMEOUT_WITHOUT_TIMEOUT);
+        let delete = shared
+          .client
+          .request(Method::DELETE, shared.config.url.clone())
+          .headers(shared.headers.clone())
+          .header(SESSION_HEADER, session_id)
+          .send();
+        let _ = tokio::time::timeout(limit, delete).await;
+      }
+      events.emit(Event::Closed);
+    });
+  }
+}
+
+impl Drop for HttpTransport {
+  fn drop(&mut self) {
+    self.close();
+  }
+}
+
+impl Shared {
+  fn session_id(&self) -> Option<String> {
+    self.session_id.lock().ok().and_then(|s| s.clone())
+  }
+
+  /// H3: any response may carry the session id.
+  fn capture_session(&self, response: &Response) {
+    if let Some(id) = response
+      .headers()
+      .get(SESSION_HEADER)
+      .and_then(|v| v.to_str().ok())
+    {
+      if let Ok(mut stored) = self.session_id.lock() {
+        *stored = Some(id.to_string());
+      }
+    }
+  }
+
+  /// H2: defaults, then config headers, then the session id and the negotiated version.
+  fn request_headers(&self, session: &Session) -> HeaderMap {
+    let mut headers = self.headers.clone();
+    if let Some(id) = self
+      .session_id()
+      .and_then(|id| HeaderValue::from_str(&id).ok())
+    {
+      headers.insert(SESSION_HEADER, id);
+    }
+    if let Some(version) = session
+      .protocol_version()
+      .filter(|v| v.as_str() >= FIRST_VERSION_WITH_HEADER)
+      .and_then(|v| HeaderValue::from_str(&v).ok())
+    {
+      headers.insert(VERSION_HEADER, version);
+    }
+    headers
+  }
+
+  async fn post(&self, session: &Session, url: Url, frame: String) -> Result<Response, CoreError> {
+    let response = self
+      .client
+      .post(url.clone())
+      .headers(self.request_headers(session))
+      .body(frame)
+      .send()
+      .await
+      .map_err(|e| network_error(&url, &e))?;
+    self.capture_session(&response);
+    Ok(response)
+  }
+
+  /// Where frames are POSTed; for `type: "sse"` the first call finds out (H11).
+  async fn post_url(&self) -> Url {
+    match &*self.mode.lock().await {
+      Mode::Legacy { endpoint } => endpoint.clone(),
+      _ => self.config.url.clone(),
+    }
+  }
+}
+
+async fn dispatch(
+  mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+  shared: Arc<Shared>,
+  session: std::sync::Weak<Session>,
+) {
+  while let Some(out) = outgoing.recv().await {
+    let Some(session) = session.upgrade() else {
+      return;
+    };
+    let shared = shared.clone();
+    shared.runtime.clone().spawn(async move {
+      match out.ack {
+        Ack::Request(id) => {
+          let cancel = out.cancel.unwrap_or_default();
+          tokio::select! {
+            // Aborted, timed out, answered or closed: the exchange is dropped here.
+            _ = cancel.cancelled() => {}
+            _ = send_request(&shared, &session, id, out.frame, &cancel) => {}
+          }
+        }
+        Ack::Notify(ticket) => {
+          let outcome = send_notification(&shared, &session, out.frame).await;
+          session.events().emit(Event::Settled {
+            ticket,
+            outcome: outcome.map(|()| None),
+          });
+        }
+        // Answers to server requests and cancellations: best effort.
+        Ack::None => {
+          let url = shared.post_url().await;
+          let send = shared.post(&session, url, out.frame);
+          let _ = with_timeout(shared.config.timeout, send).await;
+        }
+      }
+    });
+  }
+}
+
+async fn with_timeout<T>(
+  limit: Option<Duration>,
+  work: impl std::future::Future<Output = T>,
+) -> Result<T, Duration> {
+  match limit {
+    Some(limit) => tokio::time::timeout(limit, work).await.map_err(|_| limit),
+    None => Ok(work.await),
+  }
+}
+
+fn content_type(response: &Response) -> String {
+  response
+    .headers()
+    .get(CONTENT_TYPE)
+    .and_then(|v| v.to_str().ok())
+    .unwrap_or_default()
+    .to_ascii_lowercase()
+}
+
+/// H7: success on any 2xx.
+async fn send_notification(
+  shared: &Shared,
+  session: &Session,
+  frame: String,
+) -> Result<(), CoreError> {
+  let timeout = shared.config.timeout;
+  let exchange = async {
+    let url = shared.post_url().await;
+    let response = shared.post(session, url, frame).await?;
+    if response.status().is_success() {
+      return Ok(());
+    }
+    Err(http_error(response, false, shared.config.max_message_bytes).await)
+  };
+  with_timeout(timeout, exchange)
+    .await
+    .map_err(CoreError::NotifyTimeout)?
+}
+
+async fn send_request(
+  shared: &Shared,
+  session: &Arc<Session>,
+  id: u64,
+  frame: String,
+  cancel: &CancellationToken,
+) {
+  let timeout = shared.config.timeout;
+  let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
+  // Phase 1 (T7 "Request timeout"): the POST, and a JSON body.
+  let phase = with_timeout(timeout, async {
+    let response = post_with_legacy_probe(shared, session, frame).await?;
+    if !response.status().is_success() {
+      return Err(http_error(response, true, shared.config.max_message_bytes).await);
+    }
+    let kind = content_type(&response);
+    if kind.starts_with("text/event-stream") {
+      return Ok(Some(response));
+    }
+    if matches!(*shared.mode.lock().await, Mode::Legacy { .. }) {
+      // H11: the answer arrives on the legacy stream.
+      cancel.cancelled().await;
+      return Ok(None);
+    }
+    // H5: anything else is read as JSON, as the agent does.
+    let body = read_body(response, shared.config.max_message_bytes).await?;
+    let text = String::from_utf8_lossy(&body);
+    if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+      return Err(CoreError::InvalidJson(text.into_owned()));
+    }
+    session.handle_frame(&text);
+    Ok(None)
+  })
+  .await;
+  let stream = match phase {
+    Err(limit) => return session.time_out(id, CoreError::RequestTimeout(limit)),
+    Ok(Err(error)) => return fail(error),
+    Ok(Ok(None)) => {
+      if session.is_pending(id) {
+        fail(CoreError::NoResponse(id));
+      }
+      return;
+    }
+    Ok(Ok(Some(stream))) => stream,
+  };
+  // Phase 2 (T7 "SSE response timeout"): events until the answer.
+  let answered = with_timeout(timeout, read_events(shared, session, stream, Some(id))).await;
+  match answered {
+    Err(limit) => session.time_out(id, CoreError::SseTimeout(limit)),
+    Ok(Err(error)) => fail(error),
+    Ok(Ok(())) => {
+      if session.is_pending(id) {
+        fail(CoreError::NoResponse(id));
+      }
+    }
+  }
+}
+
+/// POSTs a frame; for `type: "sse"` the first 4xx answer triggers the legacy probe (H11).
+async fn post_with_legacy_probe(
+  shared: &Shared,
+  session: &Arc<Session>,
+  frame: String,
+) -> Result<Response, CoreError> {
+  let mut mode = shared.mode.lock().await;
+  if *mode != Mode::Probing {
+    let url = match &*mode {
+      Mode::Legacy { endpoint } => endpoint.clone(),
+      _ => shared.config.url.clone(),
+    };
+    drop(mode);
+    return shared.post(session, url, frame).await;
+  }
+  let response = shared
+    .post(session, shared.config.url.clone(), frame.clone())
+    .await?;
+  let status = response.status().as_u16();
+  let rejected_post = (400..500).contains(&status) && status != 401 && status != 403;
+  if !rejected_post {
+    *mode = Mode::Streamable;
+    return Ok(response);
+  }
+  match open_legacy_stream(shared, session).await {
+    Some(endpoint) => {
+      *mode = Mode::Legacy {
+        endpoint: endpoint.clone(),
+      };
+      drop(mode);
+      shared.post(session, endpoint, frame).await
+    }
+    None => Ok(response),
+  }
+}
+
+/// H11: GET the SSE endpoint; on an `endpoint` event, keep reading the stream for answers
+/// in the background and return the POST URL.
+async fn open_legacy_stream(shared: &Shared, session: &Arc<Session>) -> Option<Url> {
+  let response = shared
+    .client
+    .get(shared.config.url.clone())
+    .headers(listener_headers(shared, session))
+    .send()
+    .await
+    .ok()?;
+  shared.capture_session(&response);
+  if !response.status().is_success() || !content_type(&response).starts_with("text/event-stream") {
+    return None;
+  }
+  let mut events = EventReader::new(response, shared.config.max_message_bytes);
+  let endpoint = loop {
+    match events.next().await? {
+      Ok(ReadItem::Event(event)) if event.event.as_deref() == Some("endpoint") => {
+        break shared.config.url.join(event.data.trim()).ok()?;
+      }
+      Ok(_) => continue,
+      Err(_) => return None,
+    }
+  };
+  let session = session.clone();
+  let closing = shared.closing.clone();
+  shared.runtime.spawn(async move {
+    tokio::select! {
+      _ = closing.cancelled() => {}
+      ended = deliver_events(&session, &mut events, None) => {
+        // The stream was the only way answers could come back: the transport is over.
+        if let Err(error) = ended {
+          session.events().emit(Event::Error(error));
+        }
+        if session.disconnect(CoreError::TransportClosed { stderr: None }) {
+          session.events().emit(Event::Closed);
+        }
+      }
+    }
+  });
+  Some(endpoint)
+}
+
+fn listener_headers(shared: &Shared, session: &Session) -> HeaderMap {
+  let mut headers = shared.request_headers(session);
+  headers.remove(CONTENT_TYPE);
+  headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+  headers
+}
+
+/// H8: GET the server's stream; 405 or any non-2xx means "not offered".
+async fn listen(shared: &Shared, session: &Arc<Session>) {
+  let response = match shared
+    .client
+    .get(shared.config.url.clone())
+    .headers(listener_headers(shared, session))
+    .send()
+    .await
+  {
+    Ok(response) => response,
+    Err(e) => {
+      let error = network_error(&shared.config.url, &e);
+      return session.events().emit(Event::Error(error));
+    }
+  };
+  shared.capture_session(&response);
+  if !response.status().is_success() {
+    return;
+  }
+  let mut events = EventReader::new(response, shared.config.max_message_bytes);
+  if let Err(error) = deliver_events(session, &mut events, None).await {
+    session.events().emit(Event::Error(error));
+  }
+}
+
+/// H6: events of a POST's SSE answer until the answer for `id` has been handled.
+async fn read_events(
+  shared: &Shared,
+  session: &Arc<Session>,
+  response: Response,
+  id: Option<u64>,
+) -> Result<(), CoreError> {
+  let mut events = EventReader::new(response, shared.config.max_message_bytes);
+  deliver_events(session, &mut events, id).await
+}
+
+/// Feeds each event's JSON into the session. Stops at `[DONE]`, at the end of the stream,
+/// or once request `until` is no longer pending. A payload that is not JSON fails a
+/// request's stream (H6) and is reported by the listener.
+async fn deliver_events(
+  session: &Arc<Session>,
+  events: &mut EventReader,
+  until: Option<u64>,
+) -> Result<(), CoreError> {
+  while let Some(item) = events.next().await {
+    match item? {
+      ReadItem::TooLarge => session
+        .events()
+        .emit(Event::Error(CoreError::MessageTooLarge {
+          limit: events.limit,
+        })),
+      ReadItem::Event(event) => {
+        let data = event.data.trim();
+        // H6: a priming event (only id/retry) carries nothing.
+        if data.is_empty() || event.event.as_deref() == Some("endpoint") {
+          continue;
+        }
+        if data == "[DONE]" {
+          return Ok(());
+        }
+        if serde_json::from_str::<serde::de::IgnoredAny>(data).is_err() {
+          let error = CoreError::InvalidJson(data.to_string());
+          if until.is_some() {
+            return Err(error);
+          }
+          session.events().emit(Event::Error(error));
+          continue;
+        }
+        session.handle_frame(data);
+        if until.is_some_and(|id| !session.is_pending(id)) {
+          return Ok(());
+        }
+      }
+    }
+  }
+  Ok(())
+}
+
+enum ReadItem {
+  Event(SseEvent),
+  TooLarge,
+}
+
+/// Pulls SSE events out of a response body.
+struct EventReader {
+  body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+  parser: SseParser,
+  ready: std::collections::VecDeque<SseItem>,
+  url: Url,
+  limit: usize,
+}
+
+impl EventReader {
+  fn new(response: Response, limit: usize) -> Self {
+    let url = response.url().clone();
+    EventReader {
+      body: response.bytes_stream().boxed(),
+      parser: SseParser::new(limit),
+      ready: std::collections::VecDeque::new(),
+      url,
+      limit,
+    }
+  }
+
+  /// # Cancel safety
+  /// Parsed events are kept in `ready`, so dropping a pending call loses nothing.
+  async fn next(&mut self) -> Option<Result<ReadItem, CoreError>> {
+    loop {
+      if let Some(item) = self.ready.pop_front() {
+        return Some(Ok(match item {
+          SseItem::Event(event) => ReadItem::Event(event),
+          SseItem::TooLarge => ReadItem::TooLarge,
+        }));
+      }
+      match self.body.next().await? {
+        Ok(chunk) => {
+          let mut out = Vec::new();
+          self.parser.push(&chunk, &mut out);
+          self.ready.extend(out);
+        }
+        Err(e) => return Some(Err(network_error(&self.url, &e))),
+      }
+    }
+  }
+}
+
+/// E3: a body is read up to `limit` bytes.
+async fn read_body(response: Response, limit: usize) -> Result<Vec<u8>, CoreError> {
+  let url = response.url().clone();
+  let mut body = Vec::new();
+  let mut chunks = response.bytes_stream();
+  while let Some(chunk) = chunks.next().await {
+    let chunk = chunk.map_err(|e| network_error(&url, &e))?;
+    if body.len() + chunk.len() > limit {
+      return Err(CoreError::BodyTooLarge { limit });
+    }
+    body.extend_from_slice(&chunk);
+  }
+  Ok(body)
+}
+
+/// H4/H7: status, body text and the auth hints of a non-2xx answer.
+async fn http_error(response: Response, hint_in_message: bool, limit: usize) -> CoreError {
+  let header = |name: &str| {
+    response
+      .headers()
+      .get(name)
+      .and_then(|v| v.to_str().ok())
+      .map(str::to_string)
+  };
+  let www_authenticate = header("www-authenticate");
+  let mcp_auth_server = header("mcp-auth-server");
+  let status = response.status().as_u16();
+  let body = read_body(response, limit)
+    .await
+    .map(|b| String::from_utf8_lossy(&b).into_owned())
+    .unwrap_or_default();
+  CoreError::Http {
+    status,
+    body,
+    www_authenticate,
+    mcp_auth_server,
+    hint_in_message,
+  }
+}
+
+/// W8: keeps the OS words ("Connection refused") and adds Node's code (`ECONNREFUSED`).
+fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
+  let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+  let mut root = error.to_string();
+  let mut code = None;
+  while let Some(current) = source {
+    root = current.to_string();
+    if let Some(io) = current.downcast_ref::<std::io::Error>() {
+      if let Some(errno) = io.raw_os_error() {
+        code = Some(errno_name(errno));
+      }
+    }
+    source = current.source();
+  }
+  if error.is_timeout() {
+    code.get_or_insert_with(|| "ETIMEDOUT".to_string());
+  }
+  let message = match &code {
+    Some(code) => format!("fetch failed: {url}: {root} ({code})"),
+    None => format!("fetch failed: {url}: {root}"),
+  };
+  CoreError::Network { message, code }
+}
