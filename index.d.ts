@@ -196,25 +196,20 @@ export interface MCPToolWithServer extends MCPToolDefinition {
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** An MCP server run as a child process, speaking JSON-RPC over stdin/stdout. */
-export declare class StdioTransport {
-  constructor(config: MCPStdioServerConfig)
-  /** True between a successful `connect()` and the close (S1, S4, S6). */
+/**
+ * An MCP server over Streamable HTTP (`type: "http"`), or over HTTP+SSE (`type: "sse"`,
+ * including servers that only speak the 2024-11-05 protocol).
+ */
+export declare class HttpTransport {
+  /** True between a successful `connect()` and the close. */
   get connected(): boolean
-  /** The server's process id (also its process group id) once connected. */
-  get pid(): number | null
-  /**
-   * Spawns the server (S1). Rejects with an Error carrying `code` (`ENOENT`, …) when the
-   * command cannot be started.
-   */
-  connect(this: JsArg): Promise<void>
   /** Sends a JSON-RPC request and resolves with its `result` (T2–T9). */
   request<T = unknown>(method: string, params?: Record<string, unknown>, options?: MCPRequestOptions): Promise<T>
-  /** Sends a JSON-RPC notification; resolves once it is written (T2, S7). */
+  /** Sends a JSON-RPC notification (T2). */
   notify(method: string, params?: Record<string, unknown>): Promise<void>
   /**
-   * Stops the server (S6): stdin closed, SIGTERM, SIGKILL after 2 s, whole process group.
-   * Resolves after `onClose` has fired. Idempotent.
+   * Closes the transport: pending requests reject with "Transport closed"; resolves
+   * after `onClose` has fired (exactly once). Idempotent.
    */
   close(): Promise<void>
   get onClose(): (() => void) | undefined
@@ -225,13 +220,77 @@ export declare class StdioTransport {
   set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
   get onRequest(): ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined
   set onRequest(callback: ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined)
+  constructor(config: MCPHttpServerConfig | MCPSseServerConfig)
+  /** The server URL. */
+  get url(): string
+  /** The `Mcp-Session-Id` the server issued, if any (H3). */
+  get sessionId(): string | null
+  /** Marks the transport connected (H1). A second call is a no-op. */
+  connect(): Promise<void>
+  /**
+   * H8: opens the server's GET event stream and delivers what arrives on it until the
+   * stream ends or `close()`. Resolves when it stops (at once if the server does not offer
+   * one); never rejects. Start it without awaiting.
+   */
+  startSSEListener(): Promise<void>
+}
+export type JsHttpTransport = HttpTransport
+
+/** An MCP server run as a child process, speaking JSON-RPC over stdin/stdout. */
+export declare class StdioTransport {
+  /** True between a successful `connect()` and the close. */
+  get connected(): boolean
+  /** Sends a JSON-RPC request and resolves with its `result` (T2–T9). */
+  request<T = unknown>(method: string, params?: Record<string, unknown>, options?: MCPRequestOptions): Promise<T>
+  /** Sends a JSON-RPC notification (T2). */
+  notify(method: string, params?: Record<string, unknown>): Promise<void>
+  /**
+   * Closes the transport: pending requests reject with "Transport closed"; resolves
+   * after `onClose` has fired (exactly once). Idempotent.
+   */
+  close(): Promise<void>
+  get onClose(): (() => void) | undefined
+  set onClose(callback: (() => void) | undefined)
+  get onError(): ((error: Error) => void) | undefined
+  set onError(callback: ((error: Error) => void) | undefined)
+  get onNotification(): ((method: string, params: unknown) => void) | undefined
+  set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
+  get onRequest(): ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined
+  set onRequest(callback: ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined)
+  constructor(config: MCPStdioServerConfig)
+  /** The server's process id (also its process group id) once connected. */
+  get pid(): number | undefined
+  /**
+   * Spawns the server (S1). Rejects with an Error carrying `code` (`ENOENT`, …) when the
+   * command cannot be started.
+   */
+  connect(): Promise<void>
+  /** S5: stderr text of the server, as it arrives. */
   get onStderr(): ((chunk: string) => void) | undefined
   set onStderr(callback: ((chunk: string) => void) | undefined)
 }
 export type JsStdioTransport = StdioTransport
 
 /**
+ * J2: one JSON-RPC request by POST (no session, no timeout); resolves with the whole
+ * envelope `{jsonrpc, id, result?, error?}`.
+ */
+export declare function callMCP<T = unknown>(url: string, method: string, params?: Record<string, unknown>, options?: { logger?: { error?: (message: string, context?: Record<string, unknown>) => void } }): Promise<JsonRpcResponse<T>>
+
+/**
+ * `new HttpTransport(config)` + `connect()`. Never throws: a bad config rejects with a
+ * TypeError (E2).
+ */
+export declare function createHttpTransport(config: MCPHttpServerConfig | MCPSseServerConfig): Promise<HttpTransport>
+
+/**
  * `new StdioTransport(config)` + `connect()` (S1). Never throws: bad config rejects with a
  * TypeError (E2).
  */
 export declare function createStdioTransport(config: MCPStdioServerConfig): Promise<StdioTransport>
+
+/**
+ * Parses an MCP answer that may be an SSE stream or plain JSON (J1). Throws when a `data:`
+ * line is not JSON.
+ */
+export declare function parseSSE(text: string): unknown

@@ -835,6 +835,11 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.HttpTransport = nativeBinding.HttpTransport
+module.exports.JsHttpTransport = nativeBinding.JsHttpTransport
 module.exports.StdioTransport = nativeBinding.StdioTransport
 module.exports.JsStdioTransport = nativeBinding.JsStdioTransport
+module.exports.callMCP = nativeBinding.callMCP
+module.exports.createHttpTransport = nativeBinding.createHttpTransport
 module.exports.createStdioTransport = nativeBinding.createStdioTransport
+module.exports.parseSSE = nativeBinding.parseSSE

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::js::{Js, Value};
+use crate::transport::http::HttpConfig;
 use crate::transport::stdio::{StdioConfig, DEFAULT_MAX_MESSAGE_BYTES};
 
 pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
@@ -69,25 +70,10 @@ pub fn stdio_config(js: Js, config: Value) -> ArgResult<StdioConfig> {
     Some(_) => return Err("The \"args\" field must be an array of strings".to_string()),
   };
   let mut env = host_environment(js);
-  if let Some(overlay) = field(js, config, "env")? {
-    if !js.is_record(overlay) {
-      return Err("The \"env\" field must be an object of strings".to_string());
-    }
-    let keys = js
-      .keys(overlay)
-      .map_err(|_| "The \"env\" field could not be read")?;
-    for key in keys {
-      let Some(value) = field(js, overlay, &key)? else {
-        continue;
-      };
-      let value = js
-        .rust_string(value)
-        .or_else(|| js.number_value(value).map(|n| n.to_string()))
-        .ok_or_else(|| format!("The \"env.{key}\" field must be a string"))?;
-      let key = OsString::from(key);
-      env.retain(|(k, _)| *k != key);
-      env.push((key, OsString::from(value)));
-    }
+  for (key, value) in string_record(js, config, "env")? {
+    let key = OsString::from(key);
+    env.retain(|(k, _)| *k != key);
+    env.push((key, OsString::from(value)));
   }
   let cwd = match field(js, config, "cwd")? {
     None => None,
@@ -104,6 +90,59 @@ pub fn stdio_config(js: Js, config: Value) -> ArgResult<StdioConfig> {
     timeout: timeout(js, config)?,
     max_message_bytes: max_message_bytes(js, config)?,
   })
+}
+
+/// H1/H2: the HTTP config (`type` "http" or "sse").
+pub fn http_config(js: Js, config: Value) -> ArgResult<HttpConfig> {
+  if !js.is_record(config) {
+    return Err("The \"config\" argument must be an object".to_string());
+  }
+  let kind = field(js, config, "type")?.and_then(|v| js.rust_string(v));
+  let allow_legacy = match kind.as_deref() {
+    Some("http") => false,
+    Some("sse") => true,
+    _ => return Err("The \"type\" field must be \"http\" or \"sse\"".to_string()),
+  };
+  let url = field(js, config, "url")?
+    .and_then(|v| js.rust_string(v))
+    .filter(|u| !u.is_empty())
+    .ok_or("The \"url\" field must be a non-empty string")?;
+  let url = reqwest::Url::parse(&url)
+    .ok()
+    .filter(|u| matches!(u.scheme(), "http" | "https"))
+    .ok_or_else(|| format!("The \"url\" field must be an http(s) URL, got {url:?}"))?;
+  Ok(HttpConfig {
+    url,
+    headers: string_record(js, config, "headers")?,
+    timeout: timeout(js, config)?,
+    max_message_bytes: max_message_bytes(js, config)?,
+    allow_legacy,
+  })
+}
+
+/// A `Record<string, string>` field; `undefined` entries are skipped, numbers become text.
+fn string_record(js: Js, object: Value, name: &str) -> ArgResult<Vec<(String, String)>> {
+  let Some(record) = field(js, object, name)? else {
+    return Ok(Vec::new());
+  };
+  if !js.is_record(record) {
+    return Err(format!("The \"{name}\" field must be an object of strings"));
+  }
+  let keys = js
+    .keys(record)
+    .map_err(|_| format!("The \"{name}\" field could not be read"))?;
+  let mut entries = Vec::with_capacity(keys.len());
+  for key in keys {
+    let Some(value) = field(js, record, &key)? else {
+      continue;
+    };
+    let value = js
+      .rust_string(value)
+      .or_else(|| js.number_value(value).map(|n| n.to_string()))
+      .ok_or_else(|| format!("The \"{name}.{key}\" field must be a string"))?;
+    entries.push((key, value));
+  }
+  Ok(entries)
 }
 
 fn host_environment(js: Js) -> Vec<(OsString, OsString)> {

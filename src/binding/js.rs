@@ -62,6 +62,12 @@ impl Js {
     v
   }
 
+  pub fn null(&self) -> Value {
+    let mut v = ptr::null_mut();
+    unsafe { sys::napi_get_null(self.env, &mut v) };
+    v
+  }
+
   pub fn number(&self, n: f64) -> Value {
     let mut v = ptr::null_mut();
     unsafe { sys::napi_create_double(self.env, n, &mut v) };

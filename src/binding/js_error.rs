@@ -3,6 +3,12 @@ use super::js::{ErrorKind, Js, Value};
 use crate::error::CoreError;
 
 pub fn to_js(js: Js, error: &CoreError) -> Value {
+  // H5: V8's own SyntaxError, exactly as `JSON.parse` words it.
+  if let CoreError::InvalidJson(text) = error {
+    if let Err(super::js::Thrown(syntax_error)) = js.json_parse(text) {
+      return syntax_error;
+    }
+  }
   let value = js.error(ErrorKind::Error, &error.to_string());
   match error {
     // T4: the agent sets both, `data` even when the server sent none.
@@ -18,6 +24,21 @@ pub fn to_js(js: Js, error: &CoreError) -> Value {
     CoreError::TransportClosed {
       stderr: Some(stderr),
     } => js.set(value, "stderr", js.string(stderr)),
+    // H4/H7
+    CoreError::Http {
+      status,
+      www_authenticate,
+      mcp_auth_server,
+      ..
+    } => {
+      js.set(value, "status", js.number(f64::from(*status)));
+      if let Some(v) = www_authenticate {
+        js.set(value, "wwwAuthenticate", js.string(v));
+      }
+      if let Some(v) = mcp_auth_server {
+        js.set(value, "mcpAuthServer", js.string(v));
+      }
+    }
     _ => {}
   }
   if let Some(code) = error.string_code() {

@@ -1,8 +1,11 @@
 //! The napi binding layer: converts values and bridges callbacks and signals. No protocol
 //! logic lives here.
 mod args;
-mod calls;
-mod js;
+pub(crate) mod calls;
+mod http;
+pub(crate) mod js;
 mod js_error;
-mod pump;
+mod json_rpc;
+pub(crate) mod pump;
 mod stdio;
+pub(crate) mod transport_class;

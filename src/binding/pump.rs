@@ -80,6 +80,8 @@ struct AbortHook {
 struct PendingJs {
   deferred: sys::napi_deferred,
   abort: Option<AbortHook>,
+  /// Background work (the SSE listener) does not keep the host alive.
+  background: bool,
 }
 
 /// JS-assignable callbacks (T1): the last assigned value is the one called.
@@ -120,6 +122,8 @@ pub struct JsSide {
   tsfn: sys::napi_threadsafe_function,
   keeps_alive: bool,
   pending: HashMap<u64, PendingJs>,
+  /// Pending entries that keep the host alive.
+  foreground: usize,
   close_waiters: Vec<sys::napi_deferred>,
   callbacks: Callbacks,
   close_fired: bool,
@@ -142,6 +146,7 @@ impl JsSide {
       tsfn: ptr::null_mut(),
       keeps_alive: false,
       pending: HashMap::new(),
+      foreground: 0,
       close_waiters: Vec::new(),
       callbacks: Callbacks::default(),
       close_fired: false,
@@ -218,7 +223,7 @@ impl JsSide {
 
   /// Pending promises keep the host alive; nothing else does.
   fn update_keep_alive(&mut self) {
-    let wanted = !self.pending.is_empty() || !self.close_waiters.is_empty();
+    let wanted = self.foreground > 0 || !self.close_waiters.is_empty();
     if wanted == self.keeps_alive || self.pump.queue().tsfn.is_none() {
       return;
     }
@@ -234,13 +239,23 @@ impl JsSide {
   }
 
   pub fn add_pending(&mut self, ticket: u64, deferred: sys::napi_deferred) {
-    self.pending.insert(
-      ticket,
-      PendingJs {
-        deferred,
-        abort: None,
-      },
-    );
+    self.insert_pending(ticket, deferred, false);
+  }
+
+  pub fn add_background(&mut self, ticket: u64, deferred: sys::napi_deferred) {
+    self.insert_pending(ticket, deferred, true);
+  }
+
+  fn insert_pending(&mut self, ticket: u64, deferred: sys::napi_deferred, background: bool) {
+    let pending = PendingJs {
+      deferred,
+      abort: None,
+      background,
+    };
+    if !background {
+      self.foreground += 1;
+    }
+    self.pending.insert(ticket, pending);
     self.update_keep_alive();
   }
 
@@ -262,6 +277,9 @@ impl JsSide {
   /// Removes a pending request; its abort listener is detached (T8: no listener leak).
   fn take_pending(&mut self, ticket: u64) -> Option<sys::napi_deferred> {
     let pending = self.pending.remove(&ticket)?;
+    if !pending.background {
+      self.foreground -= 1;
+    }
     self.update_keep_alive();
     if let Some(hook) = pending.abort {
       let js = Js::new(self.env);

@@ -631,7 +631,7 @@ async fn http_error(response: Response, hint_in_message: bool, limit: usize) -> 
 }
 
 /// W8: keeps the OS words ("Connection refused") and adds Node's code (`ECONNREFUSED`).
-fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
+pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
   let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
   let mut root = error.to_string();
   let mut code = None;

@@ -1,5 +1,34 @@
-//! Moving frames: child-process stdio (and, later, HTTP). Transports feed a `Session`.
+//! Moving frames: child-process stdio and HTTP. Transports feed a `Session`.
 pub mod http;
 pub mod process_group;
 pub mod stderr_tail;
 pub mod stdio;
+
+use std::sync::Arc;
+
+use crate::session::Session;
+
+/// What the binding needs of any transport: its session, and the start of its close
+/// sequence (which ends with `Event::Closed`).
+pub trait Transport {
+  fn session(&self) -> &Arc<Session>;
+  fn close(&self);
+}
+
+impl Transport for stdio::StdioTransport {
+  fn session(&self) -> &Arc<Session> {
+    self.session()
+  }
+  fn close(&self) {
+    self.close()
+  }
+}
+
+impl Transport for http::HttpTransport {
+  fn session(&self) -> &Arc<Session> {
+    self.session()
+  }
+  fn close(&self) {
+    self.close()
+  }
+}

@@ -1,0 +1,140 @@
+//! `HttpTransport` / `createHttpTransport` (H1–H11), `callMCP` and `parseSSE` (J1, J2).
+use napi::bindgen_prelude::{JavaScriptClassExt, This};
+use napi::Env;
+use napi_derive::napi;
+
+use super::args;
+use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
+use super::js_error;
+use super::pump::{CallbackSlot, JsSide, Shared};
+use super::transport_class::{thrown, transport_class};
+use crate::runtime;
+use crate::transport::http::{HttpConfig, HttpTransport};
+
+/// An MCP server over Streamable HTTP (`type: "http"`), or over HTTP+SSE (`type: "sse"`,
+/// including servers that only speak the 2024-11-05 protocol).
+#[napi(js_name = "HttpTransport")]
+pub struct JsHttpTransport {
+  config: HttpConfig,
+  side: Shared,
+  transport: Option<HttpTransport>,
+}
+
+transport_class!(JsHttpTransport);
+
+impl JsHttpTransport {
+  fn build(js: Js, config: Value) -> Result<Self, Thrown> {
+    let config = args::http_config(js, config)
+      .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
+    Ok(JsHttpTransport {
+      config,
+      side: JsSide::new(js.env)?,
+      transport: None,
+    })
+  }
+
+  /// H1: marks the transport connected; no network traffic.
+  fn start(&mut self, js: Js, this: Value) -> Result<(), Value> {
+    if self.transport.is_some() {
+      return Ok(());
+    }
+    let Some(handle) = runtime::handle() else {
+      return Err(js.error(ErrorKind::Error, "The async runtime could not start"));
+    };
+    let sink = self.side.borrow().sink();
+    let transport = HttpTransport::connect(self.config.clone(), sink, &handle)
+      .map_err(|e| js_error::to_js(js, &e))?;
+    {
+      let mut side = self.side.borrow_mut();
+      side.session = Some(transport.session().clone());
+      side.hold(this);
+    }
+    self.transport = Some(transport);
+    Ok(())
+  }
+
+  fn set_slot(&mut self, slot: CallbackSlot, value: JsArg) {
+    self.side.borrow_mut().set_callback(slot, value.0);
+  }
+}
+
+#[napi]
+impl JsHttpTransport {
+  #[napi(constructor, ts_args_type = "config: MCPHttpServerConfig | MCPSseServerConfig")]
+  pub fn new(env: Env, config: JsArg) -> napi::Result<Self> {
+    let js = Js::new(env.raw());
+    Self::build(js, config.0).map_err(|t| thrown(js, t))
+  }
+
+  /// The server URL.
+  #[napi(getter)]
+  pub fn url(&self) -> String {
+    self.config.url.to_string()
+  }
+
+  /// The `Mcp-Session-Id` the server issued, if any (H3).
+  #[napi(getter, ts_return_type = "string | null")]
+  pub fn session_id(&self) -> Option<String> {
+    self.transport.as_ref().and_then(|t| t.session_id())
+  }
+
+  /// Marks the transport connected (H1). A second call is a no-op.
+  #[napi(ts_args_type = "", ts_return_type = "Promise<void>")]
+  pub fn connect(&mut self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let result = match self.start(js, this.object.0) {
+      Ok(()) => js.resolved(js.undefined()),
+      Err(error) => js.rejected(error),
+    };
+    result.map(JsRaw).map_err(|t| thrown(js, t))
+  }
+
+  /// H8: opens the server's GET event stream and delivers what arrives on it until the
+  /// stream ends or `close()`. Resolves when it stops (at once if the server does not offer
+  /// one); never rejects. Start it without awaiting.
+  #[napi(js_name = "startSSEListener", ts_return_type = "Promise<void>")]
+  pub fn start_sse_listener(&self, env: Env) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let result = (|| {
+      let session = self.transport.as_ref().map(|t| t.session().clone());
+      let Some(session) = session.filter(|s| s.is_connected()) else {
+        return js.resolved(js.undefined());
+      };
+      let ticket = session.allocate_ticket();
+      let (deferred, promise) = js.create_promise()?;
+      // A listener alone does not keep the host alive (§0).
+      self.side.borrow_mut().add_background(ticket, deferred);
+      if let Some(transport) = &self.transport {
+        transport.start_listener(ticket);
+      }
+      Ok(promise)
+    })();
+    result.map(JsRaw).map_err(|t| thrown(js, t))
+  }
+}
+
+/// `new HttpTransport(config)` + `connect()`. Never throws: a bad config rejects with a
+/// TypeError (E2).
+#[napi(
+  js_name = "createHttpTransport",
+  ts_args_type = "config: MCPHttpServerConfig | MCPSseServerConfig",
+  ts_return_type = "Promise<HttpTransport>"
+)]
+pub fn create_http_transport(env: Env, config: JsArg) -> napi::Result<JsRaw> {
+  let js = Js::new(env.raw());
+  let result = (|| {
+    let transport = match JsHttpTransport::build(js, config.0) {
+      Ok(t) => t,
+      Err(Thrown(error)) => return js.rejected(error),
+    };
+    let mut instance = transport
+      .into_instance(&env)
+      .map_err(|e| Thrown(js.error(ErrorKind::Error, &e.reason)))?;
+    let this = instance.value;
+    match instance.start(js, this) {
+      Ok(()) => js.resolved(this),
+      Err(error) => js.rejected(error),
+    }
+  })();
+  result.map(JsRaw).map_err(|t| thrown(js, t))
+}

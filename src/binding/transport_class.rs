@@ -1,0 +1,170 @@
+//! The members every JS transport class shares (SPEC §2), generated for each class by
+//! `transport_class!`. A class is a struct with `side: Shared` and `transport: Option<T>`,
+//! `T: Transport`, plus an inherent `set_slot` for callback changes.
+use super::js::{Js, JsRaw, Thrown, Value};
+use super::pump::{CallbackSlot, Shared};
+use crate::transport::Transport;
+
+pub fn thrown(js: Js, Thrown(error): Thrown) -> napi::Error {
+  js.throw(error);
+  napi::Error::new(napi::Status::PendingException, String::new())
+}
+
+pub fn callback_value(side: &Shared, slot: CallbackSlot) -> JsRaw {
+  let js = Js::new(side.borrow().env());
+  JsRaw(
+    side
+      .borrow_mut()
+      .callback(slot)
+      .unwrap_or_else(|| js.undefined()),
+  )
+}
+
+/// S6/H9: resolves once `onClose` has fired; at once if never connected or already closed.
+pub fn close(js: Js, side: &Shared, transport: Option<&dyn Transport>) -> Result<Value, Thrown> {
+  let Some(transport) = transport else {
+    return js.resolved(js.undefined());
+  };
+  if side.borrow().close_fired() {
+    return js.resolved(js.undefined());
+  }
+  let (deferred, promise) = js.create_promise()?;
+  side.borrow_mut().add_close_waiter(deferred);
+  transport.close();
+  Ok(promise)
+}
+
+macro_rules! transport_class {
+  ($class:ty) => {
+    #[napi_derive::napi]
+    impl $class {
+      /// True between a successful `connect()` and the close.
+      #[napi(getter)]
+      pub fn connected(&self) -> bool {
+        self
+          .transport
+          .as_ref()
+          .is_some_and(|t| $crate::transport::Transport::session(t).is_connected())
+      }
+
+      /// Sends a JSON-RPC request and resolves with its `result` (T2–T9).
+      #[napi(
+        ts_generic_types = "T = unknown",
+        ts_args_type = "method: string, params?: Record<string, unknown>, options?: MCPRequestOptions",
+        ts_return_type = "Promise<T>"
+      )]
+      pub fn request(
+        &self,
+        env: napi::Env,
+        method: $crate::binding::js::JsArg,
+        params: Option<$crate::binding::js::JsArg>,
+        options: Option<$crate::binding::js::JsArg>,
+      ) -> napi::Result<$crate::binding::js::JsRaw> {
+        let js = $crate::binding::js::Js::new(env.raw());
+        $crate::binding::calls::request(js, &self.side, method.0, params.map(|p| p.0), options.map(|o| o.0))
+          .map($crate::binding::js::JsRaw)
+          .map_err(|t| $crate::binding::transport_class::thrown(js, t))
+      }
+
+      /// Sends a JSON-RPC notification (T2).
+      #[napi(
+        ts_args_type = "method: string, params?: Record<string, unknown>",
+        ts_return_type = "Promise<void>"
+      )]
+      pub fn notify(
+        &self,
+        env: napi::Env,
+        method: $crate::binding::js::JsArg,
+        params: Option<$crate::binding::js::JsArg>,
+      ) -> napi::Result<$crate::binding::js::JsRaw> {
+        let js = $crate::binding::js::Js::new(env.raw());
+        $crate::binding::calls::notify(js, &self.side, method.0, params.map(|p| p.0))
+          .map($crate::binding::js::JsRaw)
+          .map_err(|t| $crate::binding::transport_class::thrown(js, t))
+      }
+
+      /// Closes the transport: pending requests reject with "Transport closed"; resolves
+      /// after `onClose` has fired (exactly once). Idempotent.
+      #[napi(ts_return_type = "Promise<void>")]
+      pub fn close(&self, env: napi::Env) -> napi::Result<$crate::binding::js::JsRaw> {
+        let js = $crate::binding::js::Js::new(env.raw());
+        let transport = self
+          .transport
+          .as_ref()
+          .map(|t| t as &dyn $crate::transport::Transport);
+        $crate::binding::transport_class::close(js, &self.side, transport)
+          .map($crate::binding::js::JsRaw)
+          .map_err(|t| $crate::binding::transport_class::thrown(js, t))
+      }
+
+      #[napi(getter, js_name = "onClose", ts_return_type = "(() => void) | undefined")]
+      pub fn get_on_close(&self) -> $crate::binding::js::JsRaw {
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Close)
+      }
+
+      #[napi(setter, js_name = "onClose", ts_args_type = "callback: (() => void) | undefined")]
+      pub fn set_on_close(&mut self, callback: $crate::binding::js::JsArg) {
+        self.set_slot($crate::binding::pump::CallbackSlot::Close, callback)
+      }
+
+      #[napi(getter, js_name = "onError", ts_return_type = "((error: Error) => void) | undefined")]
+      pub fn get_on_error(&self) -> $crate::binding::js::JsRaw {
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Error)
+      }
+
+      #[napi(setter, js_name = "onError", ts_args_type = "callback: ((error: Error) => void) | undefined")]
+      pub fn set_on_error(&mut self, callback: $crate::binding::js::JsArg) {
+        self.set_slot($crate::binding::pump::CallbackSlot::Error, callback)
+      }
+
+      #[napi(
+        getter,
+        js_name = "onNotification",
+        ts_return_type = "((method: string, params: unknown) => void) | undefined"
+      )]
+      pub fn get_on_notification(&self) -> $crate::binding::js::JsRaw {
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Notification)
+      }
+
+      #[napi(
+        setter,
+        js_name = "onNotification",
+        ts_args_type = "callback: ((method: string, params: unknown) => void) | undefined"
+      )]
+      pub fn set_on_notification(&mut self, callback: $crate::binding::js::JsArg) {
+        self.set_slot($crate::binding::pump::CallbackSlot::Notification, callback)
+      }
+
+      #[napi(
+        getter,
+        js_name = "onRequest",
+        ts_return_type = "((method: string, params: unknown) => unknown | Promise<unknown>) | undefined"
+      )]
+      pub fn get_on_request(&self) -> $crate::binding::js::JsRaw {
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Request)
+      }
+
+      #[napi(
+        setter,
+        js_name = "onRequest",
+        ts_args_type = "callback: ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined"
+      )]
+      pub fn set_on_request(&mut self, callback: $crate::binding::js::JsArg) {
+        self.set_slot($crate::binding::pump::CallbackSlot::Request, callback)
+      }
+    }
+
+    impl Drop for $class {
+      fn drop(&mut self) {
+        // Collected: closed (or never connected), so stop delivering and free the channel.
+        drop(self.transport.take());
+        // A finalizer never runs inside our own dispatch, but never panic in one if it did.
+        if let Ok(mut side) = self.side.try_borrow_mut() {
+          side.release();
+        }
+      }
+    }
+  };
+}
+
+pub(crate) use transport_class;
