@@ -87,17 +87,18 @@ describe("T5/T6 unsolicited messages", () => {
 
 describe("T7 timeouts", () => {
   it("T7/T9: a request times out with 'Request timeout after <ms>ms' and the server is told", async () => {
-    const t = await connect([], { timeout: 150 });
+    // Long enough for a loaded machine to start the fixture and answer initialize.
+    const t = await connect([], { timeout: 1000 });
     const error: any = await t.request("tools/call", { name: "never" }).catch((e) => e);
     expect(error).toBeInstanceOf(Error);
-    expect(error.message).toBe("Request timeout after 150ms");
+    expect(error.message).toBe("Request timeout after 1000ms");
     const seen = await history(t);
     const call = seen.find((m) => m.params?.name === "never");
     const cancelled = seen.find((m) => m.method === "notifications/cancelled");
     expect(cancelled).toEqual({
       jsonrpc: "2.0",
       method: "notifications/cancelled",
-      params: { requestId: call.id, reason: "Request timeout after 150ms" },
+      params: { requestId: call.id, reason: "Request timeout after 1000ms" },
     });
   });
 
