@@ -60,7 +60,10 @@ impl JsHttpTransport {
 
 #[napi]
 impl JsHttpTransport {
-  #[napi(constructor, ts_args_type = "config: MCPHttpServerConfig | MCPSseServerConfig")]
+  #[napi(
+    constructor,
+    ts_args_type = "config: MCPHttpServerConfig | MCPSseServerConfig"
+  )]
   pub fn new(env: Env, config: JsArg) -> napi::Result<Self> {
     let js = Js::new(env.raw());
     Self::build(js, config.0).map_err(|t| thrown(js, t))

@@ -36,7 +36,11 @@ fn parse_sse_value(js: Js, text: &str) -> Result<Value, Thrown> {
 
 /// Parses an MCP answer that may be an SSE stream or plain JSON (J1). Throws when a `data:`
 /// line is not JSON.
-#[napi(js_name = "parseSSE", ts_args_type = "text: string", ts_return_type = "unknown")]
+#[napi(
+  js_name = "parseSSE",
+  ts_args_type = "text: string",
+  ts_return_type = "unknown"
+)]
 pub fn parse_sse(env: Env, text: JsArg) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
   let Some(text) = js.rust_string(text.0) else {
@@ -103,9 +107,8 @@ fn log_failure(js: Js, logger: Option<Value>, message: &str, url: &str, method: 
   let Some(error) = js.get(logger, "error").ok().filter(|f| js.is_function(*f)) else {
     return;
   };
-  let context = js.json_parse(
-    &serde_json::json!({ "url": url, "method": method, "error": message }).to_string(),
-  );
+  let context = js
+    .json_parse(&serde_json::json!({ "url": url, "method": method, "error": message }).to_string());
   let context = context.unwrap_or_else(|_| js.undefined());
   let _ = js.call(error, logger, &[js.string(message), context]);
 }
@@ -136,7 +139,9 @@ pub fn call_mcp(
     return invalid("The \"url\" argument must be a string".to_string());
   };
   let Ok(parsed_url) = reqwest::Url::parse(&url_text) else {
-    return invalid(format!("The \"url\" argument must be a valid URL, got {url_text:?}"));
+    return invalid(format!(
+      "The \"url\" argument must be a valid URL, got {url_text:?}"
+    ));
   };
   let method = match args::method(js, method.0) {
     Ok(m) => m,
@@ -161,7 +166,9 @@ pub fn call_mcp(
   };
   let task = handle.spawn(post(parsed_url, frame));
   let work = async move {
-    task.await.map_err(|e| napi::Error::from_reason(e.to_string()))
+    task
+      .await
+      .map_err(|e| napi::Error::from_reason(e.to_string()))
   };
   let promise = env.spawn_future_with_callback(work, move |env, answer| {
     let js = Js::new(env.raw());
@@ -175,7 +182,10 @@ pub fn call_mcp(
       Err(error) => Err(js_error::to_js(js, &error)),
       Ok(answer) if !(200..300).contains(&answer.status) => Err(js.error(
         ErrorKind::Error,
-        &format!("MCP request failed: {} {}", answer.status, answer.status_text),
+        &format!(
+          "MCP request failed: {} {}",
+          answer.status, answer.status_text
+        ),
       )),
       Ok(answer) => match parse_sse_value(js, &answer.body) {
         Err(Thrown(e)) => Err(e),

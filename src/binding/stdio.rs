@@ -94,12 +94,20 @@ impl JsStdioTransport {
   }
 
   /// S5: stderr text of the server, as it arrives.
-  #[napi(getter, js_name = "onStderr", ts_return_type = "((chunk: string) => void) | undefined")]
+  #[napi(
+    getter,
+    js_name = "onStderr",
+    ts_return_type = "((chunk: string) => void) | undefined"
+  )]
   pub fn get_on_stderr(&self) -> JsRaw {
     callback_value(&self.side, CallbackSlot::Stderr)
   }
 
-  #[napi(setter, js_name = "onStderr", ts_args_type = "callback: ((chunk: string) => void) | undefined")]
+  #[napi(
+    setter,
+    js_name = "onStderr",
+    ts_args_type = "callback: ((chunk: string) => void) | undefined"
+  )]
   pub fn set_on_stderr(&mut self, callback: JsArg) {
     self.set_slot(CallbackSlot::Stderr, callback)
   }
