@@ -236,6 +236,42 @@ export declare class HttpTransport {
 }
 export type JsHttpTransport = HttpTransport
 
+/** A connected MCP server as one object (C6). */
+export declare class MCPClient {
+  /** Wraps a connection made by `connectToServer` (or built by hand). */
+  constructor(connection: MCPServerConnection)
+  /** `connectToServer` (C1), as an `MCPClient`. */
+  static connect(name: string, config: MCPServerConfig, options?: MCPConnectOptions): Promise<MCPClient>
+  /** The `MCPServerConnection` this client drives. */
+  get connection(): MCPServerConnection
+  /** C2, cached in `connection.tools`. */
+  listTools(options?: MCPRequestOptions): Promise<MCPToolDefinition[]>
+  /** C3 */
+  callTool(name: string, args?: Record<string, unknown>, options?: MCPRequestOptions): Promise<MCPToolCallResult>
+  /** `ping`; resolves with the server's (empty) result. */
+  ping(options?: MCPRequestOptions): Promise<Record<string, unknown>>
+  /** Every resource of every `resources/list` page. */
+  listResources(options?: MCPRequestOptions): Promise<MCPResource[]>
+  /** Every template of every `resources/templates/list` page. */
+  listResourceTemplates(options?: MCPRequestOptions): Promise<MCPResourceTemplate[]>
+  /** `resources/read {uri}`. */
+  readResource(uri: string, options?: MCPRequestOptions): Promise<MCPReadResourceResult>
+  /** Every prompt of every `prompts/list` page. */
+  listPrompts(options?: MCPRequestOptions): Promise<MCPPrompt[]>
+  /** `prompts/get {name, arguments}`. */
+  getPrompt(name: string, args?: Record<string, string>, options?: MCPRequestOptions): Promise<MCPGetPromptResult>
+  /** `completion/complete {ref, argument, context?}`. */
+  complete(ref: MCPCompleteRef, argument: { name: string; value: string }, context?: { arguments?: Record<string, string> }, options?: MCPRequestOptions): Promise<MCPCompleteResult>
+  /** `logging/setLevel {level}`. */
+  setLoggingLevel(level: MCPLoggingLevel, options?: MCPRequestOptions): Promise<void>
+  /** Closes the transport (C4). */
+  close(): Promise<void>
+  /** Passes through to `connection.transport.onNotification`. */
+  get onNotification(): ((method: string, params: unknown) => void) | undefined
+  set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
+}
+export type JsMcpClient = MCPClient
+
 /** An MCP server run as a child process, speaking JSON-RPC over stdin/stdout. */
 export declare class StdioTransport {
   /** True between a successful `connect()` and the close. */
@@ -277,6 +313,15 @@ export type JsStdioTransport = StdioTransport
  */
 export declare function callMCP<T = unknown>(url: string, method: string, params?: Record<string, unknown>, options?: { logger?: { error?: (message: string, context?: Record<string, unknown>) => void } }): Promise<JsonRpcResponse<T>>
 
+/** C3: `tools/call {name, arguments}`; the result is passed through untouched. */
+export declare function callTool(connection: MCPServerConnection, toolName: string, args?: Record<string, unknown>, options?: MCPRequestOptions): Promise<MCPToolCallResult>
+
+/**
+ * C1: creates the transport, runs the `initialize` handshake and `notifications/initialized`,
+ * all bounded by `config.timeout ?? 30000`.
+ */
+export declare function connectToServer(name: string, config: MCPServerConfig, options?: MCPConnectOptions): Promise<MCPServerConnection>
+
 /**
  * `new HttpTransport(config)` + `connect()`. Never throws: a bad config rejects with a
  * TypeError (E2).
@@ -289,8 +334,23 @@ export declare function createHttpTransport(config: MCPHttpServerConfig | MCPSse
  */
 export declare function createStdioTransport(config: MCPStdioServerConfig): Promise<StdioTransport>
 
+/** Creates and connects the transport a config asks for (§5). */
+export declare function createTransport(config: MCPServerConfig): Promise<MCPTransport>
+
+/** C4: closes the connection's transport. */
+export declare function disconnectServer(connection: MCPServerConnection): Promise<void>
+
+/**
+ * C2: `[]` without the tools capability; `connection.tools` when already listed; else
+ * every page of `tools/list`, stored in `connection.tools`.
+ */
+export declare function listTools(connection: MCPServerConnection, options?: MCPRequestOptions): Promise<MCPToolDefinition[]>
+
 /**
  * Parses an MCP answer that may be an SSE stream or plain JSON (J1). Throws when a `data:`
  * line is not JSON.
  */
 export declare function parseSSE(text: string): unknown
+
+/** C4: `capabilities.tools !== undefined`. */
+export declare function serverSupportsTools(capabilities: MCPServerCapabilities): boolean

@@ -5,6 +5,7 @@
 //! place that knows about napi.
 #![deny(clippy::all)]
 
+pub mod client;
 pub mod error;
 pub mod protocol;
 pub mod runtime;

@@ -100,7 +100,7 @@ pub fn notify(
 
 /// T8: the rejection is `signal.reason` when it is an Error, else `Error("Aborted")`; the
 /// text goes into `notifications/cancelled`.
-fn abort_reason(js: Js, signal: Value) -> (Value, String) {
+pub fn abort_reason(js: Js, signal: Value) -> (Value, String) {
   let reason = js.get(signal, "reason").unwrap_or_else(|_| js.undefined());
   if js.is_error(reason) {
     let text = js

@@ -2,10 +2,13 @@
 //! logic lives here.
 mod args;
 pub(crate) mod calls;
+mod client;
 mod http;
 pub(crate) mod js;
+mod js_async;
 mod js_error;
 mod json_rpc;
+mod mcp_client;
 pub(crate) mod pump;
 mod stdio;
 pub(crate) mod transport_class;

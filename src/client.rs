@@ -1,0 +1,93 @@
+//! The MCP handshake's pure parts (C1): what `initialize` offers by default, how a caller's
+//! `client` option overrides it, and the connect-timeout text.
+use serde_json::{json, Map, Value};
+
+/// C1: the version offered unless the caller's `client.protocolVersion` says otherwise.
+pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-03-26";
+
+/// The `client` option of `connectToServer`, already parsed from JSON.
+#[derive(Debug, Default, Clone)]
+pub struct ClientOptions {
+  pub client_info: Option<Value>,
+  pub protocol_version: Option<String>,
+  /// Merged over the defaults key by key at the top level.
+  pub capabilities: Option<Map<String, Value>>,
+}
+
+/// C1: `initialize` params as JSON text.
+pub fn initialize_params(options: &ClientOptions) -> String {
+  let mut capabilities = Map::new();
+  capabilities.insert("roots".into(), json!({ "listChanged": false }));
+  if let Some(extra) = &options.capabilities {
+    for (key, value) in extra {
+      capabilities.insert(key.clone(), value.clone());
+    }
+  }
+  let client_info = options
+    .client_info
+    .clone()
+    .unwrap_or_else(|| json!({ "name": "mcp-native", "version": env!("CARGO_PKG_VERSION") }));
+  json!({
+    "protocolVersion": options
+      .protocol_version
+      .as_deref()
+      .unwrap_or(DEFAULT_PROTOCOL_VERSION),
+    "capabilities": capabilities,
+    "clientInfo": client_info,
+  })
+  .to_string()
+}
+
+/// C1: the connect timeout's message; it wins over the request timeout.
+pub fn connect_timeout_message(name: &str, timeout_ms: f64) -> String {
+  format!("Connection to MCP server \"{name}\" timed out after {timeout_ms}ms")
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn defaults_offer_2025_03_26_and_roots_without_list_changed() {
+    let params: Value =
+      serde_json::from_str(&initialize_params(&ClientOptions::default())).unwrap();
+    assert_eq!(
+      params,
+      json!({
+        "protocolVersion": "2025-03-26",
+        "capabilities": { "roots": { "listChanged": false } },
+        "clientInfo": { "name": "mcp-native", "version": env!("CARGO_PKG_VERSION") },
+      })
+    );
+  }
+
+  #[test]
+  fn the_client_option_overrides_each_part_and_merges_capabilities_by_key() {
+    let mut capabilities = Map::new();
+    capabilities.insert("elicitation".into(), json!({}));
+    capabilities.insert("roots".into(), json!({ "listChanged": true }));
+    let options = ClientOptions {
+      client_info: Some(json!({ "name": "agent", "version": "9" })),
+      protocol_version: Some("2025-06-18".into()),
+      capabilities: Some(capabilities),
+    };
+    let params: Value = serde_json::from_str(&initialize_params(&options)).unwrap();
+    assert_eq!(params["protocolVersion"], "2025-06-18");
+    assert_eq!(
+      params["clientInfo"],
+      json!({ "name": "agent", "version": "9" })
+    );
+    assert_eq!(
+      params["capabilities"],
+      json!({ "roots": { "listChanged": true }, "elicitation": {} })
+    );
+  }
+
+  #[test]
+  fn the_timeout_message_is_exact() {
+    assert_eq!(
+      connect_timeout_message("github", 30000.0),
+      "Connection to MCP server \"github\" timed out after 30000ms"
+    );
+  }
+}
