@@ -67,6 +67,7 @@ export type MCPServerConfig = MCPStdioServerConfig | MCPHttpServerConfig | MCPSs
 
 export interface MCPConfigFile {
   mcpServers?: Record<string, MCPServerConfig>;
+  disabledServers?: string[];
 }
 
 export interface MCPImplementation {
@@ -103,6 +104,7 @@ export interface MCPInitializeResult {
 
 export interface MCPToolDefinition {
   name: string;
+  title?: string;
   description?: string;
   inputSchema: {
     type: "object";
@@ -126,12 +128,24 @@ export interface MCPToolCallParams {
 export interface MCPTextContent {
   type: "text";
   text: string;
+  annotations?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
 }
 
 export interface MCPImageContent {
   type: "image";
   data: string;
   mimeType: string;
+  annotations?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+}
+
+export interface MCPAudioContent {
+  type: "audio";
+  data: string;
+  mimeType: string;
+  annotations?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
 }
 
 export interface MCPResourceContent {
@@ -141,15 +155,95 @@ export interface MCPResourceContent {
     mimeType?: string;
     text?: string;
     blob?: string;
+    _meta?: Record<string, unknown>;
   };
+  annotations?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
 }
 
-export type MCPContent = MCPTextContent | MCPImageContent | MCPResourceContent;
+export interface MCPResourceLinkContent {
+  type: "resource_link";
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+  annotations?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+}
+
+export type MCPContent =
+  | MCPTextContent
+  | MCPImageContent
+  | MCPAudioContent
+  | MCPResourceContent
+  | MCPResourceLinkContent;
 
 export interface MCPToolCallResult {
   content: MCPContent[];
   isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
   [key: string]: unknown;
+}
+
+export interface MCPResource {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+  [key: string]: unknown;
+}
+
+export interface MCPResourceTemplate {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  [key: string]: unknown;
+}
+
+export interface MCPReadResourceResult {
+  contents: Array<{ uri: string; mimeType?: string; text?: string; blob?: string; [key: string]: unknown }>;
+  [key: string]: unknown;
+}
+
+export interface MCPPrompt {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: Array<{ name: string; description?: string; required?: boolean }>;
+  [key: string]: unknown;
+}
+
+export interface MCPGetPromptResult {
+  description?: string;
+  messages: Array<{ role: "user" | "assistant"; content: MCPContent }>;
+  [key: string]: unknown;
+}
+
+export type MCPCompleteRef = { type: "ref/prompt"; name: string } | { type: "ref/resource"; uri: string };
+
+export interface MCPCompleteResult {
+  completion: { values: string[]; total?: number; hasMore?: boolean };
+  [key: string]: unknown;
+}
+
+export type MCPLoggingLevel = "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency";
+
+/** `connectToServer`'s options: abort, and what `initialize` offers (C1). */
+export interface MCPConnectOptions {
+  signal?: AbortSignal;
+  client?: {
+    clientInfo?: MCPImplementation;
+    protocolVersion?: string;
+    /** Merged over the defaults key by key at the top level. */
+    capabilities?: MCPClientCapabilities;
+  };
 }
 
 export interface MCPRequestOptions {
@@ -173,15 +267,27 @@ export interface MCPTransport {
 
 export type TransportFactory = (config: MCPServerConfig) => Promise<MCPTransport>;
 
+/** Where a server's config came from (set by the manager). */
+export interface SourceMeta {
+  provider: string;
+  providerName: string;
+  path: string;
+  level: "user" | "project" | "native";
+}
+
 export interface MCPServerConnection {
   name: string;
   config: MCPServerConfig;
   transport: MCPTransport;
   serverInfo: MCPImplementation;
   capabilities: MCPServerCapabilities;
+  /** The version the server answered `initialize` with. */
   protocolVersion?: string;
+  /** The server's `instructions`, when it sent them. */
   instructions?: string;
+  /** Filled by `listTools`. */
   tools?: MCPToolDefinition[];
+  _source?: SourceMeta;
 }
 
 export interface MCPToolWithServer extends MCPToolDefinition {
