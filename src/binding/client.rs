@@ -15,12 +15,8 @@ use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_async::{after, when_settled, Timer};
 use super::js_error;
 use super::stdio::create_stdio_transport;
-use super::transport_class::thrown;
+use super::transport_class::finish;
 use crate::client::{connect_timeout_message, initialize_params, ClientOptions};
-
-fn finish(js: Js, result: Result<Value, Thrown>) -> napi::Result<JsRaw> {
-  result.map(JsRaw).map_err(|t| thrown(js, t))
-}
 
 fn reject_type_error(js: Js, message: &str) -> Result<Value, Thrown> {
   js.rejected(js_error::type_error(js, message))

@@ -7,8 +7,7 @@ use super::args;
 use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
-use super::transport_class::{thrown, transport_class};
-use crate::runtime;
+use super::transport_class::{attach, runtime_handle, thrown, transport_class};
 use crate::transport::http::{HttpConfig, HttpTransport};
 
 /// An MCP server over Streamable HTTP (`type: "http"`), or over HTTP+SSE (`type: "sse"`,
@@ -38,17 +37,11 @@ impl JsHttpTransport {
     if self.transport.is_some() {
       return Ok(());
     }
-    let Some(handle) = runtime::handle() else {
-      return Err(js.error(ErrorKind::Error, "The async runtime could not start"));
-    };
+    let handle = runtime_handle(js)?;
     let sink = self.side.borrow().sink();
     let transport = HttpTransport::connect(self.config.clone(), sink, &handle)
       .map_err(|e| js_error::to_js(js, &e))?;
-    {
-      let mut side = self.side.borrow_mut();
-      side.session = Some(transport.session().clone());
-      side.hold(this);
-    }
+    attach(&self.side, transport.session(), this);
     self.transport = Some(transport);
     Ok(())
   }

@@ -11,16 +11,12 @@ use super::client::{
 use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_async::when_settled;
 use super::js_error;
-use super::transport_class::thrown;
+use super::transport_class::{finish, thrown};
 
 /// A connected MCP server as one object (C6).
 #[napi(js_name = "MCPClient")]
 pub struct JsMcpClient {
   connection: Held,
-}
-
-fn finish(js: Js, result: Result<Value, Thrown>) -> napi::Result<JsRaw> {
-  result.map(JsRaw).map_err(|t| thrown(js, t))
 }
 
 impl JsMcpClient {

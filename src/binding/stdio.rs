@@ -7,8 +7,7 @@ use super::args;
 use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
-use super::transport_class::{callback_value, thrown, transport_class};
-use crate::runtime;
+use super::transport_class::{attach, callback_value, runtime_handle, thrown, transport_class};
 use crate::transport::stdio::{StdioConfig, StdioTransport};
 
 /// An MCP server run as a child process, speaking JSON-RPC over stdin/stdout.
@@ -37,18 +36,12 @@ impl JsStdioTransport {
     if self.transport.is_some() {
       return Ok(());
     }
-    let Some(handle) = runtime::handle() else {
-      return Err(js.error(ErrorKind::Error, "The async runtime could not start"));
-    };
+    let handle = runtime_handle(js)?;
     let sink = self.side.borrow().sink();
     let transport = StdioTransport::spawn(self.config.clone(), sink, &handle)
       .map_err(|e| js_error::to_js(js, &e))?;
     transport.set_forward_stderr(self.side.borrow_mut().has_callback(CallbackSlot::Stderr));
-    {
-      let mut side = self.side.borrow_mut();
-      side.session = Some(transport.session().clone());
-      side.hold(this);
-    }
+    attach(&self.side, transport.session(), this);
     self.transport = Some(transport);
     Ok(())
   }

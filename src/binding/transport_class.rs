@@ -10,6 +10,29 @@ pub fn thrown(js: Js, Thrown(error): Thrown) -> napi::Error {
   napi::Error::new(napi::Status::PendingException, String::new())
 }
 
+/// A promise-returning export's result: a failure to even build the promise is thrown.
+pub fn finish(js: Js, result: Result<Value, Thrown>) -> napi::Result<JsRaw> {
+  result.map(JsRaw).map_err(|t| thrown(js, t))
+}
+
+/// The shared runtime, or the JS error to reject a connect with.
+pub fn runtime_handle(js: Js) -> Result<tokio::runtime::Handle, Value> {
+  crate::runtime::handle().ok_or_else(|| {
+    js.error(
+      super::js::ErrorKind::Error,
+      "The async runtime could not start",
+    )
+  })
+}
+
+/// A transport just connected: its session serves the JS side, which holds the JS object
+/// while connected.
+pub fn attach(side: &Shared, session: &std::sync::Arc<crate::session::Session>, this: Value) {
+  let mut side = side.borrow_mut();
+  side.session = Some(session.clone());
+  side.hold(this);
+}
+
 pub fn callback_value(side: &Shared, slot: CallbackSlot) -> JsRaw {
   let js = Js::new(side.borrow().env());
   JsRaw(
