@@ -26,6 +26,12 @@ pub enum Event {
     ticket: u64,
     outcome: Result<Option<Box<RawValue>>, CoreError>,
   },
+  /// A large, string-heavy result, parsed here so the JS thread only builds it (see
+  /// `message::prefers_tree`).
+  SettledTree {
+    ticket: u64,
+    result: serde_json::Value,
+  },
   /// T11: a server request that needs the JS `onRequest` handler.
   ServerRequest {
     id: Box<RawValue>,
@@ -48,6 +54,26 @@ pub enum Ack {
   None,
   Request(u64),
   Notify(u64),
+}
+
+/// Where a session's frames go. `send` may put the frame on the wire at once (`Written`) or
+/// queue it for a writer task (`Queued`); it hands the frame back when the writer is gone.
+pub trait FrameSink: Send + Sync + 'static {
+  fn send(&self, out: Outgoing) -> Result<Sent, Outgoing>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sent {
+  Written,
+  Queued,
+}
+
+impl FrameSink for mpsc::UnboundedSender<Outgoing> {
+  fn send(&self, out: Outgoing) -> Result<Sent, Outgoing> {
+    mpsc::UnboundedSender::send(self, out)
+      .map(|()| Sent::Queued)
+      .map_err(|e| e.0)
+  }
 }
 
 #[derive(Debug)]
@@ -86,7 +112,7 @@ struct State {
 
 pub struct Session {
   state: Mutex<State>,
-  outbox: mpsc::UnboundedSender<Outgoing>,
+  outbox: Arc<dyn FrameSink>,
   events: Arc<dyn EventSink>,
   timeout: Option<Duration>,
   runtime: Handle,
@@ -95,7 +121,7 @@ pub struct Session {
 impl Session {
   /// `timeout` of `None` disables request timeouts (config `timeout: 0`).
   pub fn new(
-    outbox: mpsc::UnboundedSender<Outgoing>,
+    outbox: Arc<dyn FrameSink>,
     events: Arc<dyn EventSink>,
     timeout: Option<Duration>,
     runtime: Handle,
@@ -190,7 +216,7 @@ impl Session {
     let ticket = state.next_ticket;
     state.next_ticket += 1;
     let frame = message::notification_frame(method, params);
-    self
+    let sent = self
       .outbox
       .send(Outgoing {
         frame,
@@ -198,6 +224,10 @@ impl Session {
         cancel: None,
       })
       .map_err(|_| CoreError::NotConnected)?;
+    drop(state);
+    if sent == Sent::Written {
+      self.write_done(Ack::Notify(ticket));
+    }
     Ok(ticket)
   }
 
@@ -253,6 +283,16 @@ impl Session {
     if !self.is_connected() {
       // After close() nothing more reaches JS.
       return;
+    }
+    if message::prefers_tree(frame) {
+      if let Some((id, result)) = message::response_tree(frame) {
+        let pending = self.state().pending.remove(&id);
+        if let Some(pending) = pending {
+          pending.stop_timer();
+          self.events.emit(Event::SettledTree { ticket: id, result });
+        }
+        return;
+      }
     }
     match message::classify(frame) {
       Ok(Incoming::Response { id, outcome }) => {
@@ -410,7 +450,7 @@ pub mod tests {
   ) {
     let (tx, rx) = mpsc::unbounded_channel();
     let recorder = Arc::new(Recorder::default());
-    let s = Session::new(tx, recorder.clone(), timeout, Handle::current());
+    let s = Session::new(Arc::new(tx), recorder.clone(), timeout, Handle::current());
     (s, recorder, rx)
   }
 

@@ -416,6 +416,15 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
         Err(error) => js.reject(deferred, js_error::to_js(js, &error)),
       }
     }
+    Event::SettledTree { ticket, result } => {
+      let deferred = side.borrow_mut().take_pending(ticket);
+      if let Some(deferred) = deferred {
+        match build_tree(js, &result) {
+          Ok(value) => js.resolve(deferred, value),
+          Err(Thrown(e)) => js.reject(deferred, e),
+        }
+      }
+    }
     Event::ServerRequest { id, method, params } => {
       answer_server_request(js, side, id.get().to_string(), &method, params.as_deref())
     }
@@ -484,6 +493,31 @@ fn fire_closed(js: Js, side: &Shared) {
   if let Some(this_ref) = this_ref {
     js.delete_ref(this_ref);
   }
+}
+
+/// Builds a parsed result as JS values: what `JSON.parse` would give, key order included.
+fn build_tree(js: Js, value: &serde_json::Value) -> Result<Value, Thrown> {
+  use serde_json::Value as V;
+  Ok(match value {
+    V::Null => js.null(),
+    V::Bool(b) => js.boolean(*b),
+    V::Number(n) => js.number(n.as_f64().unwrap_or(f64::NAN)),
+    V::String(s) => js.string(s),
+    V::Array(items) => {
+      let array = js.array(items.len())?;
+      for (i, item) in items.iter().enumerate() {
+        js.set_element(array, i as u32, build_tree(js, item)?)?;
+      }
+      array
+    }
+    V::Object(map) => {
+      let object = js.object()?;
+      for (key, item) in map {
+        js.set_property(object, js.string(key), build_tree(js, item)?)?;
+      }
+      object
+    }
+  })
 }
 
 /// T11: hand a server request to `onRequest` and send back what it returns or throws.

@@ -170,6 +170,36 @@ pub fn protocol_version(result: &RawValue) -> Option<String> {
     .protocol_version
 }
 
+/// Results at least this large are candidates for the tree path.
+pub const LARGE_RESULT_BYTES: usize = 1 << 20;
+
+/// Whether a frame is better handed to JS as a parsed tree (built through napi, mostly one
+/// big string copy) than as text for `JSON.parse`: true for large frames with little
+/// structure per byte (a file, an image, a long text), where V8 would spend its time
+/// scanning one huge string on the JS thread. Object-heavy frames stay text: there
+/// `JSON.parse` beats building objects one napi call at a time.
+pub fn prefers_tree(frame: &str) -> bool {
+  let text = frame.as_bytes();
+  if text.len() < LARGE_RESULT_BYTES {
+    return false;
+  }
+  let structure = memchr::memchr3_iter(b'{', b'[', b',', text).count();
+  structure.saturating_mul(4096) < text.len()
+}
+
+/// A successful response parsed in one pass into its id and result tree, for frames where
+/// `prefers_tree` holds. `None` for anything else (classify it as usual).
+pub fn response_tree(frame: &str) -> Option<(u64, serde_json::Value)> {
+  let serde_json::Value::Object(mut message) = serde_json::from_str(frame).ok()? else {
+    return None;
+  };
+  if message.contains_key("method") || message.get("error").is_some_and(|e| !e.is_null()) {
+    return None;
+  }
+  let id = message.get("id")?.as_u64()?;
+  Some((id, message.remove("result")?))
+}
+
 /// T9: `notifications/cancelled` params for one of our request ids.
 pub fn cancelled_params(request_id: u64, reason: &str) -> String {
   let reason = json_string(reason);
@@ -272,6 +302,37 @@ mod tests {
     assert_eq!(classify("[1,2,3]"), Err(Skipped::NotJson));
     assert_eq!(classify(r#"{"hello":"world"}"#), Err(Skipped::NotJsonRpc));
     assert_eq!(classify(r#"{"id":3}"#), Err(Skipped::NotJsonRpc));
+  }
+
+  #[test]
+  fn only_large_frames_with_little_structure_take_the_tree_path() {
+    let big = format!(
+      r#"{{"jsonrpc":"2.0","id":4,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+      "x".repeat(2 << 20)
+    );
+    assert!(prefers_tree(&big));
+    let (id, tree) = response_tree(&big).unwrap();
+    assert_eq!(id, 4);
+    assert_eq!(tree["content"][0]["text"].as_str().unwrap().len(), 2 << 20);
+    assert!(!prefers_tree(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+    let many_objects = format!("[{}]", vec![r#"{"a":1,"b":[2,3]}"#; 100_000].join(","));
+    assert!(many_objects.len() >= LARGE_RESULT_BYTES);
+    assert!(!prefers_tree(&many_objects));
+    let notification = format!(
+      r#"{{"jsonrpc":"2.0","method":"n","params":{{"p":"{}"}}}}"#,
+      "y".repeat(2 << 20)
+    );
+    assert!(response_tree(&notification).is_none());
+    assert!(
+      response_tree(r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#).is_none()
+    );
+  }
+
+  #[test]
+  fn the_tree_keeps_key_order_like_json_parse() {
+    let (_, tree) = response_tree(r#"{"id":1,"result":{"z":1,"a":2,"m":3}}"#).unwrap();
+    let keys: Vec<&String> = tree.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["z", "a", "m"]);
   }
 
   #[test]

@@ -5,28 +5,29 @@
 //! that it runs exactly once whichever side ends first.
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::pipe_writer::PipeWriter;
 use super::process_group::{self, KILL_GRACE};
 use super::stderr_tail::{StderrTail, Utf8Chunks};
 use crate::error::{errno_name, CoreError};
 use crate::protocol::framing::{Frame, LineFramer};
-use crate::session::{Event, EventSink, Outgoing, Session};
+use crate::session::{Event, EventSink, Session};
 
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
-/// Frames queued together are written with one syscall, up to this many bytes.
-const WRITE_BATCH_BYTES: usize = 1024 * 1024;
+/// Pipe buffer size asked for (Linux caps unprivileged pipes at 1 MiB by default).
+const PIPE_BYTES: libc::c_int = 1024 * 1024;
 /// S5: how long a server that closed stdout gets to finish its last stderr words.
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
 
@@ -120,20 +121,20 @@ impl StdioTransport {
       ));
     };
 
-    let (outbox, outgoing) = mpsc::unbounded_channel();
-    let session = Session::new(outbox, events.clone(), config.timeout, runtime.clone());
+    // Larger pipes mean fewer wake-ups per megabyte; the kernel may refuse (best effort).
+    for fd in [stdin.as_raw_fd(), stdout.as_raw_fd()] {
+      // SAFETY: fcntl on a pipe descriptor we own; failure leaves the default size.
+      unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
+    }
+    let (pipe, writer_task) = PipeWriter::new(stdin);
+    let session = Session::new(pipe, events.clone(), config.timeout, runtime.clone());
     let shared = Arc::new(Shared {
       close_requested: CancellationToken::new(),
       want_stderr: AtomicBool::new(false),
       stderr_tail: Mutex::new(StderrTail::default()),
     });
     let stop_writing = CancellationToken::new();
-    let writer = runtime.spawn(write_frames(
-      stdin,
-      outgoing,
-      Arc::downgrade(&session),
-      stop_writing.clone(),
-    ));
+    let writer = writer_task.spawn(Arc::downgrade(&session), stop_writing.clone(), runtime);
     let reader = runtime.spawn(read_frames(
       stdout,
       config.max_message_bytes,
@@ -208,61 +209,6 @@ fn spawn_error(command: &str, error: &io::Error) -> CoreError {
   }
 }
 
-/// S7: frames leave in queue order; several queued frames share one write. Pipe
-/// backpressure suspends this task, never the JS thread.
-async fn write_frames(
-  mut stdin: ChildStdin,
-  mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
-  session: Weak<Session>,
-  stop: CancellationToken,
-) {
-  let mut batch: Vec<Outgoing> = Vec::new();
-  let mut bytes: Vec<u8> = Vec::new();
-  loop {
-    let first = tokio::select! {
-      biased;
-      _ = stop.cancelled() => return,
-      next = outgoing.recv() => match next {
-        Some(first) => first,
-        None => return,
-      },
-    };
-    batch.push(first);
-    while bytes_len(&batch) < WRITE_BATCH_BYTES {
-      match outgoing.try_recv() {
-        Ok(next) => batch.push(next),
-        Err(_) => break,
-      }
-    }
-    bytes.clear();
-    for item in &batch {
-      bytes.extend_from_slice(item.frame.as_bytes());
-      bytes.push(b'\n');
-    }
-    let written = tokio::select! {
-      biased;
-      _ = stop.cancelled() => return,
-      written = stdin.write_all(&bytes) => written,
-    };
-    let Some(session) = session.upgrade() else {
-      return;
-    };
-    for item in batch.drain(..) {
-      match &written {
-        Ok(()) => session.write_done(item.ack),
-        Err(e) => session.write_failed(item.ack, CoreError::Write(e.to_string())),
-      }
-    }
-    if bytes.capacity() > 4 * WRITE_BATCH_BYTES {
-      bytes = Vec::new();
-    }
-  }
-}
-
-fn bytes_len(batch: &[Outgoing]) -> usize {
-  batch.iter().map(|o| o.frame.len() + 1).sum()
-}
-
 /// S2/S3/E3: stdout frames into the session until EOF (`None`) or a read error.
 async fn read_frames(
   mut stdout: ChildStdout,
@@ -280,7 +226,7 @@ async fn read_frames(
     Frame::NotUtf8 => {}
   };
   loop {
-    framer.buffer.reserve(64 * 1024);
+    framer.buffer.reserve(PIPE_BYTES as usize);
     match stdout.read_buf(&mut framer.buffer).await {
       Ok(0) => {
         while let Some(frame) = framer.finish() {

@@ -1,0 +1,169 @@
+// `npm run bench [-- --quick] [-- --out results.json] [-- --rounds N]`
+// Runs mcp-native side by side with the official SDK and a hand-written raw client (plus a
+// second raw run as an A/A noise control), under Node and Bun, in fresh worker processes,
+// rounds interleaved in a shuffled order. Ratios are computed per round, then the median.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const argv = process.argv.slice(2);
+const quick = argv.includes("--quick");
+const outIndex = argv.indexOf("--out");
+const out = outIndex >= 0 ? argv[outIndex + 1] : undefined;
+const roundsIndex = argv.indexOf("--rounds");
+const rounds = roundsIndex >= 0 ? Number(argv[roundsIndex + 1]) : quick ? 1 : 5;
+
+const settings = quick
+  ? { warmup: 50, seq: 500, conc: 5000, inFlight: 64, big1mCalls: 3, big10mCalls: 2, notifications: 5000 }
+  : { warmup: 200, seq: 2000, conc: 20000, inFlight: 64, big1mCalls: 10, big10mCalls: 5, notifications: 20000 };
+
+console.error("building the bench server (cargo build --release -p mcp-native-bench-server)…");
+execFileSync("cargo", ["build", "--release", "--quiet", "-p", "mcp-native-bench-server"], { cwd: root, stdio: "inherit" });
+settings.server = `${root}target/release/bench-server`;
+
+const bun = `${root}node_modules/.bin/bun`;
+const haveBun = existsSync(bun);
+const stdioWorkloads = ["init", "seq", "conc", "big-1m", "big-10m", "notif"];
+const httpWorkloads = ["http-json-seq", "http-json-conc", "http-sse-seq", "http-sse-conc"];
+const contenders = [
+  { name: "native", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
+  { name: "sdk", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
+  { name: "raw", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
+  { name: "raw-aa", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
+  ...(haveBun
+    ? [
+        { name: "native-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads] },
+        { name: "raw-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads] },
+      ]
+    : []),
+];
+
+function runWorker(contender, workload) {
+  return new Promise((resolve) => {
+    const args = [`${root}bench/worker.mjs`, contender.name, workload, JSON.stringify(settings)];
+    // NODE_NO_WARNINGS: the SDK's HTTP client leaks abort listeners (MaxListenersExceededWarning).
+    const env = { ...process.env, NODE_NO_WARNINGS: "1" };
+    const child = spawn(contender.runtime, args, { stdio: ["ignore", "pipe", "inherit"], cwd: root, env });
+    let text = "";
+    child.stdout.on("data", (d) => (text += d));
+    const killer = setTimeout(() => child.kill("SIGKILL"), 180_000);
+    child.on("exit", () => {
+      clearTimeout(killer);
+      try {
+        resolve(JSON.parse(text.trim().split("\n").pop()));
+      } catch {
+        resolve({ contender: contender.name, workload, error: `worker printed ${JSON.stringify(text.slice(0, 200))}` });
+      }
+    });
+  });
+}
+
+function shuffle(items) {
+  const a = [...items];
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
+}
+
+const results = []; // {round, contender, workload, ...metrics}
+const jobs = contenders.flatMap((c) => c.workloads.map((w) => [c, w]));
+const startedAt = Date.now();
+for (let round = 0; round < rounds; round++) {
+  for (const [contender, workload] of shuffle(jobs)) {
+    const result = await runWorker(contender, workload);
+    results.push({ round, ...result });
+    if (result.error) console.error(`  round ${round + 1}: ${contender.name} ${workload}: ${result.error}`);
+  }
+  console.error(`round ${round + 1}/${rounds} done (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
+}
+
+const median = (values) => {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+};
+const value = (contender, workload, field, round) =>
+  results.find((r) => r.contender === contender && r.workload === workload && r.round === round)?.[field];
+const medianOf = (contender, workload, field) =>
+  median(Array.from({ length: rounds }, (_, round) => value(contender, workload, field, round)));
+const ratio = (a, b, workload, field) =>
+  median(Array.from({ length: rounds }, (_, round) => value(a, workload, field, round) / value(b, workload, field, round)));
+
+// [label, workload, field, unit, better]
+const metrics = [
+  ["spawn + initialize", "init", "ms", "ms", "lower"],
+  ["seq p50", "seq", "p50_us", "µs", "lower"],
+  ["seq p99", "seq", "p99_us", "µs", "lower"],
+  ["conc (64 in flight)", "conc", "calls_per_s", "calls/s", "higher"],
+  ["1 MiB result", "big-1m", "ms_per_call", "ms", "lower"],
+  ["10 MiB result", "big-10m", "ms_per_call", "ms", "lower"],
+  ["10 MiB event-loop max delay", "big-10m", "loop_max_ms", "ms", "lower"],
+  ["RSS growth during 10 MiB", "big-10m", "rss_growth_mb", "MiB", "lower"],
+  ["notifications", "notif", "notifications_per_s", "/s", "higher"],
+  ["notifications event-loop max delay", "notif", "loop_max_ms", "ms", "lower"],
+  ["HTTP JSON seq p50", "http-json-seq", "p50_us", "µs", "lower"],
+  ["HTTP JSON conc", "http-json-conc", "calls_per_s", "calls/s", "higher"],
+  ["HTTP SSE seq p50", "http-sse-seq", "p50_us", "µs", "lower"],
+  ["HTTP SSE conc", "http-sse-conc", "calls_per_s", "calls/s", "higher"],
+];
+
+// [label, a, b, workload, field, op, bound]
+const targets = [
+  ["seq p50 ≤ 1.0× raw", "native", "raw", "seq", "p50_us", "<=", 1.0],
+  ["seq p50 ≤ 0.5× sdk", "native", "sdk", "seq", "p50_us", "<=", 0.5],
+  ["conc ≥ 1.2× raw", "native", "raw", "conc", "calls_per_s", ">=", 1.2],
+  ["10 MiB time ≤ 0.7× raw", "native", "raw", "big-10m", "ms_per_call", "<=", 0.7],
+  ["10 MiB loop delay ≤ 0.5× raw", "native", "raw", "big-10m", "loop_max_ms", "<=", 0.5],
+  ["notifications/s ≥ 1.0× raw", "native", "raw", "notif", "notifications_per_s", ">=", 1.0],
+  ["HTTP JSON calls/s ≥ 2× sdk", "native", "sdk", "http-json-conc", "calls_per_s", ">=", 2.0],
+  ["HTTP SSE calls/s ≥ 2× sdk", "native", "sdk", "http-sse-conc", "calls_per_s", ">=", 2.0],
+  ["RSS growth (10 MiB) ≤ raw's", "native", "raw", "big-10m", "rss_growth_mb", "<=", 1.0],
+  ...(haveBun
+    ? [
+        ["Bun: seq p50 ≤ 1.0× raw-bun", "native-bun", "raw-bun", "seq", "p50_us", "<=", 1.0],
+        ["Bun: conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "conc", "calls_per_s", ">=", 1.2],
+        ["Bun: 10 MiB time ≤ 0.7× raw-bun", "native-bun", "raw-bun", "big-10m", "ms_per_call", "<=", 0.7],
+        ["Bun: 10 MiB loop delay ≤ 0.5× raw-bun", "native-bun", "raw-bun", "big-10m", "loop_max_ms", "<=", 0.5],
+        ["Bun: notifications/s ≥ 1.0× raw-bun", "native-bun", "raw-bun", "notif", "notifications_per_s", ">=", 1.0],
+        ["Bun: RSS growth (10 MiB) ≤ raw-bun's", "native-bun", "raw-bun", "big-10m", "rss_growth_mb", "<=", 1.0],
+      ]
+    : []),
+];
+
+const fmt = (x) => (!Number.isFinite(x) ? "—" : Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2));
+const names = contenders.map((c) => c.name);
+const table = [["metric", "unit", ...names, "native×raw", "native×sdk", "raw-aa×raw", ...(haveBun ? ["native-bun×raw-bun"] : [])]];
+const summary = { metrics: {}, targets: [] };
+for (const [label, workload, field, unit] of metrics) {
+  const medians = Object.fromEntries(names.map((n) => [n, medianOf(n, workload, field)]));
+  const ratios = {
+    "native×raw": ratio("native", "raw", workload, field),
+    "native×sdk": ratio("native", "sdk", workload, field),
+    "raw-aa×raw": ratio("raw-aa", "raw", workload, field),
+    ...(haveBun ? { "native-bun×raw-bun": ratio("native-bun", "raw-bun", workload, field) } : {}),
+  };
+  summary.metrics[label] = { unit, medians, ratios };
+  table.push([label, unit, ...names.map((n) => fmt(medians[n])), ...Object.values(ratios).map((r) => `${fmt(r)}×`)]);
+}
+for (const [label, a, b, workload, field, op, bound] of targets) {
+  // RSS growth compares the medians (a ratio of two near-zero growths means nothing).
+  const measured = field === "rss_growth_mb" ? medianOf(a, workload, field) - medianOf(b, workload, field) : ratio(a, b, workload, field);
+  const met = field === "rss_growth_mb" ? measured <= 0 : op === "<=" ? measured <= bound : measured >= bound;
+  const shown = field === "rss_growth_mb" ? `${measured >= 0 ? "+" : ""}${fmt(measured)} MiB vs ${b}` : `${fmt(measured)}×`;
+  summary.targets.push({ label, measured, met });
+  table.push([`target: ${label}`, "", shown, met ? "met" : "NOT MET"]);
+}
+
+const widths = table[0].map((_, i) => Math.max(...table.map((row) => String(row[i] ?? "").length)));
+const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
+console.log(`mcp-native bench — ${new Date().toISOString().slice(0, 10)} — ${machine} — ${rounds} round(s)${quick ? ", --quick" : ""}`);
+for (const row of table) console.log(row.map((cell, i) => String(cell ?? "").padEnd(widths[i])).join("  ").trimEnd());
+if (out) {
+  writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), machine, rounds, quick, settings, summary, results }, null, 2));
+  console.error(`results written to ${out}`);
+}

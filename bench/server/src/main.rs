@@ -1,0 +1,158 @@
+//! The benchmark's MCP server: as little work per message as a server can do, so the
+//! clients' costs dominate. Tools: `echo {text}`, `blob {bytes}` (one text content of that
+//! size), `notify {count}` (that many notifications, then the result).
+//!
+//! `bench-server stdio` speaks newline-delimited JSON-RPC on stdin/stdout;
+//! `bench-server http [--sse]` serves Streamable HTTP on 127.0.0.1 (an ephemeral port,
+//! printed as `listening <port>`), answering with JSON or with an SSE stream.
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
+
+/// The frames one incoming message produces: notifications first, then the response.
+fn answer(message: &Value) -> Vec<String> {
+  let Some(id) = message.get("id") else {
+    return Vec::new();
+  };
+  let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+  let params = message.get("params").cloned().unwrap_or(Value::Null);
+  let mut frames = Vec::new();
+  let result = match method {
+    "initialize" => json!({
+      "protocolVersion": params.get("protocolVersion").cloned().unwrap_or(json!("2025-03-26")),
+      "capabilities": { "tools": {} },
+      "serverInfo": { "name": "bench-server", "version": "1.0.0" },
+    }),
+    "ping" => json!({}),
+    "tools/list" => json!({ "tools": [
+      { "name": "echo", "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } } },
+      { "name": "blob", "inputSchema": { "type": "object", "properties": { "bytes": { "type": "number" } } } },
+      { "name": "notify", "inputSchema": { "type": "object", "properties": { "count": { "type": "number" } } } },
+    ]}),
+    "tools/call" => {
+      let args = params.get("arguments").cloned().unwrap_or(json!({}));
+      match params.get("name").and_then(Value::as_str).unwrap_or("") {
+        "echo" => {
+          let text = args.get("text").and_then(Value::as_str).unwrap_or("");
+          json!({ "content": [{ "type": "text", "text": text }] })
+        }
+        "blob" => {
+          let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+          json!({ "content": [{ "type": "text", "text": "x".repeat(bytes) }] })
+        }
+        "notify" => {
+          let count = args.get("count").and_then(Value::as_u64).unwrap_or(0);
+          for i in 0..count {
+            frames.push(
+              json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": i } })
+                .to_string(),
+            );
+          }
+          json!({ "content": [{ "type": "text", "text": format!("sent {count}") }] })
+        }
+        other => {
+          frames.push(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": format!("Unknown tool: {other}") } }).to_string());
+          return frames;
+        }
+      }
+    }
+    _ => {
+      frames.push(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "Method not found" } }).to_string());
+      return frames;
+    }
+  };
+  frames.push(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string());
+  frames
+}
+
+async fn stdio() -> std::io::Result<()> {
+  let mut input = BufReader::with_capacity(1 << 20, tokio::io::stdin());
+  let mut output = BufWriter::with_capacity(1 << 20, tokio::io::stdout());
+  let mut line = String::new();
+  loop {
+    line.clear();
+    if input.read_line(&mut line).await? == 0 {
+      return output.flush().await;
+    }
+    let Ok(message) = serde_json::from_str::<Value>(&line) else {
+      continue;
+    };
+    for frame in answer(&message) {
+      output.write_all(frame.as_bytes()).await?;
+      output.write_all(b"\n").await?;
+    }
+    // Flush only when no more input is waiting, so bursts share writes.
+    if input.buffer().is_empty() {
+      output.flush().await?;
+    }
+  }
+}
+
+async fn handle(
+  request: Request<Incoming>,
+  sse: bool,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+  let body = request
+    .into_body()
+    .collect()
+    .await
+    .map(|b| b.to_bytes())
+    .unwrap_or_default();
+  let frames = serde_json::from_slice::<Value>(&body)
+    .map(|m| answer(&m))
+    .unwrap_or_default();
+  let Some(last) = frames.last() else {
+    return Ok(
+      Response::builder()
+        .status(202)
+        .body(Full::new(Bytes::new()))
+        .unwrap_or_default(),
+    );
+  };
+  let (content_type, body) = if sse {
+    let mut text = String::new();
+    for frame in &frames {
+      text.push_str("event: message\ndata: ");
+      text.push_str(frame);
+      text.push_str("\n\n");
+    }
+    ("text/event-stream", text)
+  } else {
+    ("application/json", last.clone())
+  };
+  Ok(
+    Response::builder()
+      .header("content-type", content_type)
+      .body(Full::new(Bytes::from(body)))
+      .unwrap_or_default(),
+  )
+}
+
+async fn http(sse: bool) -> std::io::Result<()> {
+  let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+  println!("listening {}", listener.local_addr()?.port());
+  loop {
+    let (stream, _) = listener.accept().await?;
+    let _ = stream.set_nodelay(true);
+    tokio::spawn(async move {
+      let service = hyper::service::service_fn(move |request| handle(request, sse));
+      let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .await;
+    });
+  }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::io::Result<()> {
+  let args: Vec<String> = std::env::args().skip(1).collect();
+  match args.first().map(String::as_str) {
+    Some("http") => http(args.iter().any(|a| a == "--sse")).await,
+    _ => stdio().await,
+  }
+}

@@ -1,0 +1,140 @@
+// One measurement: `worker.mjs <contender> <workload> <json settings>` prints one JSON line.
+// Runs under Node or Bun; each (contender, workload, round) gets a fresh process.
+import { spawn } from "node:child_process";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { createInterface } from "node:readline";
+
+const [contenderName, workload, settingsText] = process.argv.slice(2);
+const settings = JSON.parse(settingsText);
+const contender = await import(`./contenders/${contenderName.replace(/-.*$/, "")}.mjs`);
+const now = () => Number(process.hrtime.bigint()) / 1e6; // ms
+
+/** Event-loop delay: perf_hooks where the runtime has it, else a 1 ms timer's lateness. */
+function loopDelay() {
+  try {
+    const histogram = monitorEventLoopDelay({ resolution: 1 });
+    histogram.enable();
+    return { stop: () => (histogram.disable(), histogram.max / 1e6), method: "monitorEventLoopDelay" };
+  } catch {
+    let max = 0;
+    let last = now();
+    const timer = setInterval(() => {
+      const t = now();
+      max = Math.max(max, t - last - 1);
+      last = t;
+    }, 1);
+    return { stop: () => (clearInterval(timer), max), method: "interval" };
+  }
+}
+
+async function startHttpServer(sse) {
+  const child = spawn(settings.server, ["http", ...(sse ? ["--sse"] : [])], { stdio: ["ignore", "pipe", "inherit"] });
+  const [line] = await new Promise((resolve) => createInterface({ input: child.stdout }).once("line", (l) => resolve([l])));
+  return { url: `http://127.0.0.1:${line.split(" ")[1]}/mcp`, stop: () => child.kill() };
+}
+
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+async function sequential(client, count) {
+  for (let i = 0; i < settings.warmup; i++) await client.call("echo", { text: "warm" });
+  const latencies = [];
+  for (let i = 0; i < count; i++) {
+    const t = now();
+    await client.call("echo", { text: "hello" });
+    latencies.push((now() - t) * 1000);
+  }
+  latencies.sort((a, b) => a - b);
+  return { p50_us: percentile(latencies, 50), p99_us: percentile(latencies, 99) };
+}
+
+async function concurrent(client, total, inFlight) {
+  for (let i = 0; i < settings.warmup; i++) await client.call("echo", { text: "warm" });
+  let started = 0;
+  const t = now();
+  const lane = async () => {
+    while (started < total) {
+      started++;
+      await client.call("echo", { text: "hello" });
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return { calls_per_s: total / ((now() - t) / 1000) };
+}
+
+async function big(client, bytes, calls) {
+  await client.call("blob", { bytes });
+  globalThis.gc?.();
+  const rssBefore = process.memoryUsage().rss;
+  const delay = loopDelay();
+  const times = [];
+  let rssPeak = rssBefore;
+  for (let i = 0; i < calls; i++) {
+    const t = now();
+    const result = await client.call("blob", { bytes });
+    times.push(now() - t);
+    if (result.content[0].text.length !== bytes) throw new Error("short blob");
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+  }
+  const maxDelay = delay.stop();
+  times.sort((a, b) => a - b);
+  return { ms_per_call: percentile(times, 50), loop_max_ms: maxDelay, rss_growth_mb: (rssPeak - rssBefore) / 2 ** 20, loop_probe: delay.method };
+}
+
+async function notifications(client, count) {
+  let received = 0;
+  client.onNotification(() => {
+    received++;
+  });
+  await client.call("notify", { count: 100 });
+  received = 0;
+  const delay = loopDelay();
+  const t = now();
+  await client.call("notify", { count });
+  const seconds = (now() - t) / 1000;
+  const maxDelay = delay.stop();
+  if (received !== count) throw new Error(`received ${received} of ${count} notifications`);
+  return { notifications_per_s: count / seconds, loop_max_ms: maxDelay };
+}
+
+let httpServer;
+let result;
+const started = now();
+try {
+  if (workload.startsWith("http-")) httpServer = await startHttpServer(workload.startsWith("http-sse"));
+  const t = now();
+  const client = await contender.open({ server: settings.server, url: httpServer?.url });
+  const initMs = now() - t;
+  switch (workload) {
+    case "init":
+      result = { ms: initMs };
+      break;
+    case "seq":
+    case "http-json-seq":
+    case "http-sse-seq":
+      result = await sequential(client, settings.seq);
+      break;
+    case "conc":
+    case "http-json-conc":
+    case "http-sse-conc":
+      result = await concurrent(client, settings.conc, settings.inFlight);
+      break;
+    case "big-1m":
+      result = await big(client, 1 << 20, settings.big1mCalls);
+      break;
+    case "big-10m":
+      result = await big(client, 10 << 20, settings.big10mCalls);
+      break;
+    case "notif":
+      result = await notifications(client, settings.notifications);
+      break;
+    default:
+      throw new Error(`unknown workload ${workload}`);
+  }
+  await client.close();
+} catch (error) {
+  result = { error: String(error?.message ?? error) };
+} finally {
+  httpServer?.stop();
+}
+process.stdout.write(JSON.stringify({ contender: contenderName, workload, wall_ms: now() - started, ...result }) + "\n");
+process.exit(0);

@@ -1,0 +1,186 @@
+//! S7: the ordered write path into a child's stdin. When nothing is queued, the calling
+//! (JS) thread writes the frame itself with one non-blocking `write` — no hand-off to
+//! another thread for the common case of a small request on an idle pipe. Anything that
+//! does not fit at once, and everything behind it, goes through the writer task, which
+//! waits for the pipe (backpressure) without blocking the caller.
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::CoreError;
+use crate::session::{Ack, FrameSink, Outgoing, Sent, Session};
+
+/// Frames queued together are written with one syscall, up to this many bytes.
+const WRITE_BATCH_BYTES: usize = 1024 * 1024;
+
+#[derive(Clone, Copy, PartialEq)]
+enum State {
+  /// Nothing queued: the next frame may be written directly.
+  Idle,
+  /// The writer task has bytes to write; new frames queue behind them.
+  Busy,
+  /// The writer is gone and the descriptor closed (or about to be).
+  Closed,
+}
+
+struct Chunk {
+  bytes: Vec<u8>,
+  ack: Ack,
+}
+
+pub struct PipeWriter {
+  fd: RawFd,
+  state: Mutex<State>,
+  queue: mpsc::UnboundedSender<Chunk>,
+}
+
+/// The writer task before it runs: it needs the session, which needs the writer first.
+pub struct WriterTask {
+  stdin: ChildStdin,
+  chunks: mpsc::UnboundedReceiver<Chunk>,
+  writer: Arc<PipeWriter>,
+}
+
+impl PipeWriter {
+  pub fn new(stdin: ChildStdin) -> (Arc<PipeWriter>, WriterTask) {
+    let (queue, chunks) = mpsc::unbounded_channel();
+    let writer = Arc::new(PipeWriter {
+      fd: stdin.as_raw_fd(),
+      state: Mutex::new(State::Idle),
+      queue,
+    });
+    let task = WriterTask {
+      stdin,
+      chunks,
+      writer: writer.clone(),
+    };
+    (writer, task)
+  }
+
+  fn state(&self) -> MutexGuard<'_, State> {
+    self.state.lock().unwrap_or_else(|p| p.into_inner())
+  }
+}
+
+impl WriterTask {
+  pub fn spawn(
+    self,
+    session: Weak<Session>,
+    stop: CancellationToken,
+    runtime: &tokio::runtime::Handle,
+  ) -> tokio::task::JoinHandle<()> {
+    runtime.spawn(write_chunks(
+      self.stdin,
+      self.chunks,
+      self.writer,
+      session,
+      stop,
+    ))
+  }
+}
+
+impl FrameSink for PipeWriter {
+  fn send(&self, out: Outgoing) -> Result<Sent, Outgoing> {
+    let mut state = self.state();
+    if *state == State::Closed {
+      return Err(out);
+    }
+    let mut bytes = out.frame.into_bytes();
+    bytes.push(b'\n');
+    let mut written = 0;
+    if *state == State::Idle {
+      // SAFETY: the descriptor stays open while the state is not Closed, and the state
+      // cannot change while we hold its lock; the buffer is valid for its length.
+      let n = unsafe { libc::write(self.fd, bytes.as_ptr().cast(), bytes.len()) };
+      if n as usize == bytes.len() {
+        return Ok(Sent::Written);
+      }
+      // EAGAIN (pipe full), a partial write or an error: the writer task takes it from here
+      // and reports any error against this frame.
+      written = n.max(0) as usize;
+      *state = State::Busy;
+    }
+    bytes.drain(..written);
+    let chunk = Chunk {
+      bytes,
+      ack: out.ack,
+    };
+    match self.queue.send(chunk) {
+      Ok(()) => Ok(Sent::Queued),
+      Err(_) => {
+        *state = State::Closed;
+        Err(Outgoing {
+          frame: String::new(),
+          ack: out.ack,
+          cancel: out.cancel,
+        })
+      }
+    }
+  }
+}
+
+/// Writes queued chunks in order, several per syscall; pipe backpressure suspends this
+/// task, never the JS thread. Marks the writer idle again once the queue is drained.
+async fn write_chunks(
+  mut stdin: ChildStdin,
+  mut chunks: mpsc::UnboundedReceiver<Chunk>,
+  writer: Arc<PipeWriter>,
+  session: Weak<Session>,
+  stop: CancellationToken,
+) {
+  let mut batch: Vec<Chunk> = Vec::new();
+  let mut bytes: Vec<u8> = Vec::new();
+  loop {
+    let first = tokio::select! {
+      biased;
+      _ = stop.cancelled() => break,
+      next = chunks.recv() => match next {
+        Some(first) => first,
+        None => break,
+      },
+    };
+    batch.push(first);
+    let mut size = batch[0].bytes.len();
+    while size < WRITE_BATCH_BYTES {
+      match chunks.try_recv() {
+        Ok(next) => {
+          size += next.bytes.len();
+          batch.push(next);
+        }
+        Err(_) => break,
+      }
+    }
+    bytes.clear();
+    for chunk in &batch {
+      bytes.extend_from_slice(&chunk.bytes);
+    }
+    let written = tokio::select! {
+      biased;
+      _ = stop.cancelled() => break,
+      written = stdin.write_all(&bytes) => written,
+    };
+    let Some(session) = session.upgrade() else {
+      break;
+    };
+    for chunk in batch.drain(..) {
+      match &written {
+        Ok(()) => session.write_done(chunk.ack),
+        Err(e) => session.write_failed(chunk.ack, CoreError::Write(e.to_string())),
+      }
+    }
+    if bytes.capacity() > 4 * WRITE_BATCH_BYTES {
+      bytes = Vec::new();
+    }
+    let mut state = writer.state();
+    if *state == State::Busy && chunks.is_empty() {
+      *state = State::Idle;
+    }
+  }
+  // S6: the descriptor closes when `stdin` drops below; no direct write may follow.
+  *writer.state() = State::Closed;
+  drop(stdin);
+}
