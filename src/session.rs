@@ -89,7 +89,7 @@ struct Pending {
   /// T9: `initialize` is never cancelled.
   is_initialize: bool,
   timer: Option<JoinHandle<()>>,
-  cancel: CancellationToken,
+  cancel: Option<CancellationToken>,
 }
 
 impl Pending {
@@ -98,7 +98,9 @@ impl Pending {
     if let Some(timer) = self.timer {
       timer.abort();
     }
-    self.cancel.cancel();
+    if let Some(cancel) = self.cancel {
+      cancel.cancel();
+    }
   }
 }
 
@@ -116,6 +118,8 @@ pub struct Session {
   events: Arc<dyn EventSink>,
   timeout: Option<Duration>,
   runtime: Handle,
+  /// Whether the transport drops work in flight through `Outgoing::cancel` (HTTP does).
+  cancel_tokens: bool,
 }
 
 impl Session {
@@ -125,6 +129,7 @@ impl Session {
     events: Arc<dyn EventSink>,
     timeout: Option<Duration>,
     runtime: Handle,
+    cancel_tokens: bool,
   ) -> Arc<Self> {
     Arc::new(Session {
       state: Mutex::new(State {
@@ -137,6 +142,7 @@ impl Session {
       events,
       timeout,
       runtime,
+      cancel_tokens,
     })
   }
 
@@ -178,13 +184,13 @@ impl Session {
     });
     // Queued under the lock so frames leave in call order (S7).
     let frame = message::request_frame(id, method, params);
-    let cancel = CancellationToken::new();
+    let cancel = self.cancel_tokens.then(CancellationToken::new);
     if self
       .outbox
       .send(Outgoing {
         frame,
         ack: Ack::Request(id),
-        cancel: Some(cancel.clone()),
+        cancel: cancel.clone(),
       })
       .is_err()
     {
@@ -450,7 +456,13 @@ pub mod tests {
   ) {
     let (tx, rx) = mpsc::unbounded_channel();
     let recorder = Arc::new(Recorder::default());
-    let s = Session::new(Arc::new(tx), recorder.clone(), timeout, Handle::current());
+    let s = Session::new(
+      Arc::new(tx),
+      recorder.clone(),
+      timeout,
+      Handle::current(),
+      false,
+    );
     (s, recorder, rx)
   }
 

@@ -247,9 +247,33 @@ impl Js {
     Ok(result)
   }
 
+  /// `JSON` and one of its methods; the originals are looked up once per thread (a hot
+  /// path: every result and notification goes through them).
   fn json_method(&self, name: &str) -> Result<(Value, Value), Thrown> {
+    thread_local! {
+      static JSON: std::cell::RefCell<Option<(sys::napi_env, [sys::napi_ref; 3])>> =
+        const { std::cell::RefCell::new(None) };
+    }
+    let index = if name == "parse" { 1 } else { 2 };
+    let cached = JSON.with(|cell| {
+      let cell = cell.borrow();
+      let (env, refs) = cell.as_ref().filter(|(env, _)| *env == self.env)?;
+      let _ = env;
+      Some((self.ref_value(refs[0])?, self.ref_value(refs[index])?))
+    });
+    if let Some(found) = cached {
+      return Ok(found);
+    }
     let json = self.get(self.global(), "JSON")?;
-    Ok((json, self.get(json, name)?))
+    let parse = self.get(json, "parse")?;
+    let stringify = self.get(json, "stringify")?;
+    let refs = [
+      self.new_ref(json, 1),
+      self.new_ref(parse, 1),
+      self.new_ref(stringify, 1),
+    ];
+    JSON.with(|cell| *cell.borrow_mut() = Some((self.env, refs)));
+    Ok((json, if index == 1 { parse } else { stringify }))
   }
 
   /// V8's parser: much faster than building objects through napi (NAPI-NOTES).

@@ -102,7 +102,7 @@ impl HttpTransport {
     };
     let (outbox, outgoing) = mpsc::unbounded_channel();
     // HTTP times each phase itself (T7), so the session runs no timers of its own.
-    let session = Session::new(Arc::new(outbox), events, None, runtime.clone());
+    let session = Session::new(Arc::new(outbox), events, None, runtime.clone(), true);
     let shared = Arc::new(Shared {
       config,
       headers,

@@ -127,7 +127,7 @@ impl StdioTransport {
       unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
     }
     let (pipe, writer_task) = PipeWriter::new(stdin);
-    let session = Session::new(pipe, events.clone(), config.timeout, runtime.clone());
+    let session = Session::new(pipe, events.clone(), config.timeout, runtime.clone(), false);
     let shared = Arc::new(Shared {
       close_requested: CancellationToken::new(),
       want_stderr: AtomicBool::new(false),
