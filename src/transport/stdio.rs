@@ -217,13 +217,17 @@ async fn read_frames(
 ) -> Option<io::Error> {
   let mut framer = LineFramer::new(max_message_bytes);
   let deliver = |frame: Frame| match frame {
-    Frame::Line(line) => session.handle_frame(&line),
+    // S3: a line that is not UTF-8 is not JSON either: skipped.
+    Frame::Line(line) => {
+      if let Ok(text) = std::str::from_utf8(&line) {
+        session.handle_frame(text);
+      }
+    }
     Frame::TooLarge => session
       .events()
       .emit(Event::Error(CoreError::MessageTooLarge {
         limit: max_message_bytes,
       })),
-    Frame::NotUtf8 => {}
   };
   loop {
     framer.buffer.reserve(PIPE_BYTES as usize);
