@@ -1,14 +1,11 @@
 // SPEC §5 (createTransport) and §6 (C1–C5), against the fixture server, a JS test-double
 // transport, and server-everything over stdio, streamable HTTP and legacy SSE.
-import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startHttpFixture } from "./fixtures/http-server";
-import { alive, fixture, history, native, server, sleep } from "./helpers";
+import { alive, everything, history, native, server, sleep, startEverything } from "./helpers";
 
 const require = createRequire(import.meta.url);
-const everything = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
 const pkg = require("../package.json");
 
 const connections: any[] = [];
@@ -208,18 +205,6 @@ describe("C5 any MCPTransport", () => {
   });
 });
 
-function startEverything(mode: "streamableHttp" | "sse"): Promise<{ proc: ChildProcess; port: number }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["-r", fixture("loopback-preload.cjs"), everything, mode], { stdio: ["ignore", "ignore", "pipe"] });
-    let err = "";
-    proc.stderr!.on("data", (chunk) => {
-      err += chunk;
-      const match = /MCP_NATIVE_LISTENING (\d+)/.exec(err);
-      if (match) resolve({ proc, port: Number(match[1]) });
-    });
-    proc.on("exit", (code) => reject(new Error(`server-everything exited ${code}: ${err}`)));
-  });
-}
 
 describe("server-everything through the client functions", () => {
   const configs: [string, () => Promise<{ config: any; stop: () => void }>][] = [

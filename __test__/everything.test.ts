@@ -1,11 +1,6 @@
 // Third-party peer: @modelcontextprotocol/server-everything over stdio (T2–T11, S1–S6).
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { alive, native, waitFor, type Transport } from "./helpers";
-
-const require = createRequire(import.meta.url);
-const everything = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
+import { alive, everything, native, waitFor, type Transport } from "./helpers";
 
 let t: Transport | undefined;
 afterEach(async () => {

@@ -1,4 +1,6 @@
+import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { afterEach } from "vitest";
 import { fileURLToPath } from "node:url";
 
@@ -70,4 +72,24 @@ export function closingAfterEach() {
       return t;
     },
   };
+}
+
+/** The entry point of @modelcontextprotocol/server-everything. */
+export const everything = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
+
+/**
+ * Starts server-everything over HTTP. It binds every interface, so it runs with a preload
+ * that forces listen() onto 127.0.0.1 and an ephemeral port, which it reports on stderr.
+ */
+export function startEverything(mode: "streamableHttp" | "sse"): Promise<{ proc: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ["-r", fixture("loopback-preload.cjs"), everything, mode], { stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    proc.stderr!.on("data", (chunk) => {
+      err += chunk;
+      const match = /MCP_NATIVE_LISTENING (\d+)/.exec(err);
+      if (match) resolve({ proc, port: Number(match[1]) });
+    });
+    proc.on("exit", (code) => reject(new Error(`server-everything exited ${code}: ${err}`)));
+  });
 }

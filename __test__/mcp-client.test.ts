@@ -1,11 +1,6 @@
 // SPEC §6 C6: MCPClient, against the fixture (pagination) and server-everything.
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { history, native, server } from "./helpers";
-
-const require = createRequire(import.meta.url);
-const everything = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
+import { everything, history, native, server } from "./helpers";
 
 const clients: InstanceType<typeof native.MCPClient>[] = [];
 afterEach(async () => {

@@ -1,16 +1,11 @@
 // Third-party peers over HTTP (H1–H11 with T3/T11): the official SDK's server transports,
 // and @modelcontextprotocol/server-everything in streamableHttp and sse modes, all bound
 // to 127.0.0.1.
-import { spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startSdkPeers } from "./fixtures/sdk-peers";
-import { fixture, init, native, waitFor } from "./helpers";
+import { init, native, startEverything, waitFor } from "./helpers";
 
 type Http = import("../index.js").HttpTransport;
-const require = createRequire(import.meta.url);
-const everything = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
 
 const open: Http[] = [];
 afterEach(async () => {
@@ -72,20 +67,6 @@ describe("the TypeScript SDK's server transports", () => {
   });
 });
 
-function startEverything(mode: "streamableHttp" | "sse"): Promise<{ proc: ChildProcess; port: number }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["-r", fixture("loopback-preload.cjs"), everything, mode], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let err = "";
-    proc.stderr!.on("data", (chunk) => {
-      err += chunk;
-      const match = /MCP_NATIVE_LISTENING (\d+)/.exec(err);
-      if (match) resolve({ proc, port: Number(match[1]) });
-    });
-    proc.on("exit", (code) => reject(new Error(`server-everything exited ${code}: ${err}`)));
-  });
-}
 
 describe("server-everything over HTTP", () => {
   for (const [mode, type, path] of [
