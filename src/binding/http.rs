@@ -1,13 +1,15 @@
 //! `HttpTransport` / `createHttpTransport` (H1–H11), `callMCP` and `parseSSE` (J1, J2).
-use napi::bindgen_prelude::{JavaScriptClassExt, This};
+use napi::bindgen_prelude::This;
 use napi::Env;
 use napi_derive::napi;
 
 use super::args;
-use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
+use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
-use super::transport_class::{attach, runtime_handle, thrown, transport_class};
+use super::transport_class::{
+  attach, create_connected, runtime_handle, thrown, transport_class, StartableClass,
+};
 use crate::transport::http::{HttpConfig, HttpTransport};
 
 /// An MCP server over Streamable HTTP (`type: "http"`), or over HTTP+SSE (`type: "sse"`,
@@ -21,7 +23,7 @@ pub struct JsHttpTransport {
 
 transport_class!(JsHttpTransport);
 
-impl JsHttpTransport {
+impl StartableClass for JsHttpTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
     let config = args::http_config(js, config)
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
@@ -45,7 +47,9 @@ impl JsHttpTransport {
     self.transport = Some(transport);
     Ok(())
   }
+}
 
+impl JsHttpTransport {
   fn set_slot(&mut self, slot: CallbackSlot, value: JsArg) {
     self.side.borrow_mut().set_callback(slot, value.0);
   }
@@ -117,20 +121,5 @@ impl JsHttpTransport {
   ts_return_type = "Promise<HttpTransport>"
 )]
 pub fn create_http_transport(env: Env, config: JsArg) -> napi::Result<JsRaw> {
-  let js = Js::new(env.raw());
-  let result = (|| {
-    let transport = match JsHttpTransport::build(js, config.0) {
-      Ok(t) => t,
-      Err(Thrown(error)) => return js.rejected(error),
-    };
-    let mut instance = transport
-      .into_instance(&env)
-      .map_err(|e| Thrown(js.error(ErrorKind::Error, &e.reason)))?;
-    let this = instance.value;
-    match instance.start(js, this) {
-      Ok(()) => js.resolved(this),
-      Err(error) => js.rejected(error),
-    }
-  })();
-  result.map(JsRaw).map_err(|t| thrown(js, t))
+  create_connected::<JsHttpTransport>(env, config.0)
 }

@@ -1,13 +1,15 @@
 //! `StdioTransport` and `createStdioTransport` (S1–S8) as seen from JS.
-use napi::bindgen_prelude::{JavaScriptClassExt, This};
+use napi::bindgen_prelude::This;
 use napi::Env;
 use napi_derive::napi;
 
 use super::args;
-use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
+use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
-use super::transport_class::{attach, callback_value, runtime_handle, thrown, transport_class};
+use super::transport_class::{
+  attach, callback_value, create_connected, runtime_handle, thrown, transport_class, StartableClass,
+};
 use crate::transport::stdio::{StdioConfig, StdioTransport};
 
 /// An MCP server run as a child process, speaking JSON-RPC over stdin/stdout.
@@ -20,7 +22,7 @@ pub struct JsStdioTransport {
 
 transport_class!(JsStdioTransport);
 
-impl JsStdioTransport {
+impl StartableClass for JsStdioTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
     let config = args::stdio_config(js, config)
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
@@ -45,7 +47,9 @@ impl JsStdioTransport {
     self.transport = Some(transport);
     Ok(())
   }
+}
 
+impl JsStdioTransport {
   fn set_slot(&mut self, slot: CallbackSlot, value: JsArg) {
     self.side.borrow_mut().set_callback(slot, value.0);
     if slot == CallbackSlot::Stderr {
@@ -114,20 +118,5 @@ impl JsStdioTransport {
   ts_return_type = "Promise<StdioTransport>"
 )]
 pub fn create_stdio_transport(env: Env, config: JsArg) -> napi::Result<JsRaw> {
-  let js = Js::new(env.raw());
-  let result = (|| {
-    let transport = match JsStdioTransport::build(js, config.0) {
-      Ok(t) => t,
-      Err(Thrown(error)) => return js.rejected(error),
-    };
-    let mut instance = transport
-      .into_instance(&env)
-      .map_err(|e| Thrown(js.error(ErrorKind::Error, &e.reason)))?;
-    let this = instance.value;
-    match instance.start(js, this) {
-      Ok(()) => js.resolved(this),
-      Err(error) => js.rejected(error),
-    }
-  })();
-  result.map(JsRaw).map_err(|t| thrown(js, t))
+  create_connected::<JsStdioTransport>(env, config.0)
 }

@@ -57,6 +57,33 @@ pub fn close(js: Js, side: &Shared, transport: Option<&dyn Transport>) -> Result
   Ok(promise)
 }
 
+/// What `create*Transport` needs of a transport class: build from a config (TypeError
+/// message on a bad one) and connect.
+pub trait StartableClass: napi::bindgen_prelude::JavaScriptClassExt + Sized {
+  fn build(js: Js, config: Value) -> Result<Self, Thrown>;
+  fn start(&mut self, js: Js, this: Value) -> Result<(), Value>;
+}
+
+/// `new T(config)` + `connect()` as one promise. Never throws: a bad config rejects (E2).
+pub fn create_connected<T: StartableClass>(env: napi::Env, config: Value) -> napi::Result<JsRaw> {
+  let js = Js::new(env.raw());
+  let result = (|| {
+    let transport = match T::build(js, config) {
+      Ok(t) => t,
+      Err(Thrown(error)) => return js.rejected(error),
+    };
+    let mut instance = transport
+      .into_instance(&env)
+      .map_err(|e| Thrown(js.error(super::js::ErrorKind::Error, &e.reason)))?;
+    let this = instance.value;
+    match instance.start(js, this) {
+      Ok(()) => js.resolved(this),
+      Err(error) => js.rejected(error),
+    }
+  })();
+  finish(js, result)
+}
+
 macro_rules! transport_class {
   ($class:ty) => {
     #[napi_derive::napi]
