@@ -22,6 +22,7 @@ const [command, args] = existsSync(localCli)
 console.error("mcp-native: no prebuilt binary for this platform, building from source (needs cargo)…");
 try {
   execFileSync(command, args, { cwd: __dirname, stdio: "inherit" });
+  execFileSync(process.execPath, [path.join(__dirname, "scripts", "generic-types.mjs")], { stdio: "inherit" });
 } catch (error) {
   console.error(`mcp-native: build failed: ${error.message}`);
   process.exit(1);

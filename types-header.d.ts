@@ -293,3 +293,149 @@ export interface MCPServerConnection {
 export interface MCPToolWithServer extends MCPToolDefinition {
   serverName: string;
 }
+
+/* ---- MCPManager (SPEC §8, §8.1). Hand-written: the class is generic over the tool type. ---- */
+
+/** The manager's default tool object (M5). */
+export interface MCPTool {
+  /** `createMCPToolName(server, tool)`. */
+  name: string;
+  /** `<server>/<tool>`. */
+  label: string;
+  description: string;
+  /** The tool's input schema (`properties: {}` added to object schemas without it). */
+  parameters: Record<string, unknown>;
+  mcpServerName: string;
+  mcpToolName: string;
+  /** True while the tool comes from the tool cache and its server is still connecting. */
+  deferred: boolean;
+  /** Calls the tool; a deferred tool first waits for its server's connection. */
+  execute(args?: Record<string, unknown>, signal?: AbortSignal): Promise<MCPToolCallResult>;
+}
+
+/** Any store of tool lists per server (the agent passes its SQLite-backed one). */
+export interface MCPToolCache {
+  get(serverName: string, config: MCPServerConfig): Promise<MCPToolDefinition[] | null>;
+  set(serverName: string, config: MCPServerConfig, tools: MCPToolDefinition[]): Promise<void>;
+}
+
+/** Builds the agent's own tool objects (M5, W2). */
+export interface MCPToolFactory<TTool> {
+  live(connection: MCPServerConnection, tools: MCPToolDefinition[]): TTool[];
+  deferred(
+    serverName: string,
+    tools: MCPToolDefinition[],
+    getConnection: () => Promise<MCPServerConnection>,
+    source?: SourceMeta,
+  ): TTool[];
+}
+
+export interface MCPLoadResult<TTool = MCPTool> {
+  tools: TTool[];
+  /** Server name → error message. */
+  errors: Map<string, string>;
+  connectedServers: string[];
+  exaApiKeys: string[];
+}
+
+export interface MCPLogger {
+  debug?: (message: string, context?: Record<string, unknown>) => void;
+  info?: (message: string, context?: Record<string, unknown>) => void;
+  warn?: (message: string, context?: Record<string, unknown>) => void;
+  error?: (message: string, context?: Record<string, unknown>) => void;
+}
+
+/** What `loadConfigs` returns (M9, W4). */
+export interface MCPLoadedConfigs {
+  configs: Record<string, MCPServerConfig>;
+  sources: Record<string, SourceMeta>;
+  exaApiKeys?: string[];
+}
+
+/** `discoverAndConnect`'s options; unknown fields are passed through to `loadConfigs`. */
+export interface MCPDiscoverOptions {
+  loadConfigs?: (cwd: string, options: MCPDiscoverOptions) => Promise<MCPLoadedConfigs>;
+  onConnecting?: (serverNames: string[]) => void;
+  enableProjectConfig?: boolean;
+  filterExa?: boolean;
+  [key: string]: unknown;
+}
+
+/** M10: re-establish unexpectedly closed connections with exponential backoff and jitter. */
+export interface MCPReconnectOptions {
+  /** Attempts before giving up (default 5). */
+  maxAttempts?: number;
+  /** Delay before the first attempt (default 500 ms). */
+  initialDelayMs?: number;
+  /** Upper bound of one delay (default 30 000 ms). */
+  maxDelayMs?: number;
+}
+
+export interface MCPManagerOptions<TTool = MCPTool> {
+  /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
+  startupTimeoutMs?: number;
+  logger?: MCPLogger;
+  toolFactory?: MCPToolFactory<TTool>;
+  /** Replaces `connectToServer` for every connect (the agent's tests stub it). */
+  connect?: (name: string, config: MCPServerConfig) => Promise<MCPServerConnection>;
+  /** M9/W4: config discovery; without it `<cwd>/.mcp.json` is read. */
+  loadConfigs?: (cwd: string, options: MCPDiscoverOptions) => Promise<MCPLoadedConfigs>;
+  /** W6: replaces the built-in `!command` / environment variable / literal resolution. */
+  resolveConfigValue?: (value: string) => Promise<string | undefined>;
+  /** Passed to every `connectToServer` (C1). */
+  client?: MCPConnectOptions["client"];
+  /** M10, off unless given. */
+  reconnect?: MCPReconnectOptions;
+  /** M10: every notification of every server. */
+  onNotification?: (serverName: string, method: string, params: unknown) => void;
+  /** M10: refresh a server's tools on `notifications/tools/list_changed`. */
+  autoRefreshTools?: boolean;
+}
+
+export type MCPConnectionStatus = "connected" | "connecting" | "disconnected";
+
+/** Where OAuth credentials come from (M3, W6). */
+export interface MCPAuthStorage {
+  get(credentialId: string): unknown;
+}
+
+/** Connects MCP servers in parallel and keeps their tools (SPEC §8). Subclass it (W1). */
+export declare class MCPManager<TTool = MCPTool> {
+  constructor(cwd: string, toolCache?: MCPToolCache | null, options?: MCPManagerOptions<TTool>);
+  /** The working directory `.mcp.json` is looked up in. */
+  readonly cwd: string;
+  setAuthStorage(storage: MCPAuthStorage | null | undefined): void;
+  /** M3: the config with OAuth injected and every env / header value resolved (a copy). */
+  prepareConfig<T extends MCPServerConfig>(config: T): Promise<T>;
+  /** M1/M4. */
+  connectServers(
+    configs: Record<string, MCPServerConfig>,
+    sources?: Record<string, SourceMeta> | Map<string, SourceMeta>,
+    onConnecting?: (serverNames: string[]) => void,
+  ): Promise<MCPLoadResult<TTool>>;
+  /** M9. */
+  discoverAndConnect(options?: MCPDiscoverOptions): Promise<MCPLoadResult<TTool>>;
+  getTools(): TTool[];
+  getConnection(name: string): MCPServerConnection | undefined;
+  getConnectionStatus(name: string): MCPConnectionStatus;
+  getSource(name: string): SourceMeta | undefined;
+  waitForConnection(name: string): Promise<MCPServerConnection>;
+  getConnectedServers(): string[];
+  getAllServerNames(): string[];
+  disconnectServer(name: string): Promise<void>;
+  disconnectAll(): Promise<void>;
+  refreshServerTools(name: string): Promise<void>;
+  refreshAllTools(): Promise<void>;
+}
+
+/** `new MCPManager(cwd, options.toolCache, options)` + `discoverAndConnect(options)` (M9). */
+export declare function createMCPManager<TTool = MCPTool>(
+  cwd: string,
+  options?: MCPManagerOptions<TTool> & MCPDiscoverOptions & { toolCache?: MCPToolCache | null },
+): Promise<{ manager: MCPManager<TTool>; result: MCPLoadResult<TTool> }>;
+
+/** M5: `mcp_<server>_<tool>` from sanitized parts. */
+export declare function createMCPToolName(serverName: string, toolName: string): string;
+
+/** Splits `mcp_<server>_<tool>` at the first `_` after the prefix; `null` for other names. */
+export declare function parseMCPToolName(name: string): { serverName: string; toolName: string } | null;

@@ -1,12 +1,14 @@
 #!/bin/sh
 # The whole test suite: Rust checks and unit tests, the addon build, the type test (the
-# agent's usage compiled against index.d.ts), the Vitest suite (Node) and the Bun smoke run.
+# agent's usage and its MCPManager subclass compiled against index.d.ts), the Vitest suite
+# (Node), the Bun smoke run and the Bun tests of the agent's subclass.
 set -eu
 cd "$(dirname "$0")/.."
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo test
-npx napi build --platform --release
+npm run --silent build
 npx tsc -p __test__/types/tsconfig.json
 npx vitest run
 node_modules/.bin/bun __test__/bun-smoke.mjs
+node_modules/.bin/bun test ./__test__/bun/

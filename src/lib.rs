@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod error;
+pub mod manager;
 pub mod protocol;
 pub mod runtime;
 pub mod session;

@@ -92,6 +92,18 @@ impl Held {
     }
   }
 
+  /// A reference that does not keep `value` alive (`get` is then `undefined` once collected).
+  pub(crate) fn weak(js: Js, value: Value) -> Self {
+    Held {
+      env: js.env,
+      reference: js.new_ref(value, 0),
+    }
+  }
+
+  pub(crate) fn env(&self) -> sys::napi_env {
+    self.env
+  }
+
   pub(crate) fn get(&self, js: Js) -> Value {
     js.ref_value(self.reference)
       .unwrap_or_else(|| js.undefined())

@@ -325,6 +325,47 @@ impl Js {
     }
   }
 
+  /// `new constructor(...args)`.
+  pub fn construct(&self, constructor: Value, args: &[Value]) -> Result<Value, Thrown> {
+    let mut instance = ptr::null_mut();
+    self.check(unsafe {
+      sys::napi_new_instance(
+        self.env,
+        constructor,
+        args.len(),
+        args.as_ptr(),
+        &mut instance,
+      )
+    })?;
+    Ok(instance)
+  }
+
+  /// `String(value)`, for messages built from thrown non-errors.
+  pub fn display(&self, value: Value) -> String {
+    let mut text = ptr::null_mut();
+    let status = unsafe { sys::napi_coerce_to_string(self.env, value, &mut text) };
+    if status != sys::Status::napi_ok {
+      let mut exception = ptr::null_mut();
+      unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut exception) };
+      return String::new();
+    }
+    self.rust_string(text).unwrap_or_default()
+  }
+
+  /// The `message` of an Error, else `String(value)`.
+  pub fn error_message(&self, value: Value) -> String {
+    if self.type_of(value) == sys::ValueType::napi_object {
+      if let Some(message) = self
+        .get(value, "message")
+        .ok()
+        .and_then(|m| self.rust_string(m))
+      {
+        return message;
+      }
+    }
+    self.display(value)
+  }
+
   pub fn throw(&self, error: Value) {
     unsafe { sys::napi_throw(self.env, error) };
   }

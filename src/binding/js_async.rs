@@ -1,11 +1,12 @@
 //! Promise continuations and Rust-timed callbacks on the JS thread, for the client
 //! functions that orchestrate several requests over any `MCPTransport` (C5).
 //!
-//! Timers run in tokio (real time: JS fake timers do not touch them) and come back through
+//! Timers and other Rust futures run in tokio (real time: JS fake timers do not touch them) and come back through
 //! one threadsafe function per JS environment; the closures they run stay on the JS thread.
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::future::Future;
 use std::ptr;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -129,6 +130,21 @@ fn current_env() -> Option<sys::napi_env> {
 
 /// Runs `callback` on this JS thread after `delay` (tokio-timed).
 pub fn after(js: Js, delay: Duration, callback: impl FnOnce(Js) + 'static) -> Option<Timer> {
+  // The sleep is created inside the runtime: a tokio timer needs its context.
+  when_done(
+    js,
+    async move { tokio::time::sleep(delay).await },
+    move |js, ()| callback(js),
+  )
+}
+
+/// Runs `future` on the shared runtime and then `callback` with its output on this JS
+/// thread. The pending callback keeps the host alive, as a pending promise would.
+pub fn when_done<T: Send + 'static>(
+  js: Js,
+  future: impl Future<Output = T> + Send + 'static,
+  callback: impl FnOnce(Js, T) + 'static,
+) -> Option<Timer> {
   ENV.with(|e| e.set(js.env));
   let handle = runtime::handle()?;
   let ready = TIMERS.with(|t| {
@@ -168,8 +184,13 @@ pub fn after(js: Js, delay: Duration, callback: impl FnOnce(Js) + 'static) -> Op
     Some((id, timers.fired.clone(), SendTsfn(timers.tsfn)))
   })?;
   let (id, fired, tsfn) = ready;
+  let output: Arc<Mutex<Option<T>>> = Arc::new(Mutex::new(None));
+  let slot = output.clone();
   let task = handle.spawn(async move {
-    tokio::time::sleep(delay).await;
+    let value = future.await;
+    if let Ok(mut slot) = slot.lock() {
+      *slot = Some(value);
+    }
     if let Ok(mut fired) = fired.lock() {
       fired.push(id);
     }
@@ -183,9 +204,15 @@ pub fn after(js: Js, delay: Duration, callback: impl FnOnce(Js) + 'static) -> Op
       )
     };
   });
+  let run = move |js: Js| {
+    let value = output.lock().ok().and_then(|mut slot| slot.take());
+    if let Some(value) = value {
+      callback(js, value);
+    }
+  };
   TIMERS.with(|t| {
     if let Some(timers) = t.borrow_mut().as_mut() {
-      timers.callbacks.insert(id, (Box::new(callback), task));
+      timers.callbacks.insert(id, (Box::new(run), task));
     }
   });
   update_reference(Some(js.env));

@@ -8,6 +8,7 @@ pub(crate) mod js;
 mod js_async;
 mod js_error;
 mod json_rpc;
+mod manager;
 mod mcp_client;
 pub(crate) mod pump;
 mod stdio;

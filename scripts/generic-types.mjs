@@ -1,0 +1,14 @@
+// napi-rs cannot declare a generic class, so `index.d.ts` carries the hand-written
+// `MCPManager<TTool>` (types-header.d.ts) and this drops the generated, non-generic one.
+import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const file = fileURLToPath(new URL("../index.d.ts", import.meta.url));
+const generated = readFileSync(file, "utf8");
+const pruned = generated
+  .replace(/export declare class MCPManager \{[^]*?\}\n/, "")
+  .replace(/export type JsMcpManager = MCPManager\n/, "");
+if (/export declare class MCPManager \{/.test(pruned)) {
+  throw new Error("index.d.ts: the generated MCPManager declaration was not removed");
+}
+writeFileSync(file, pruned);

@@ -1,0 +1,153 @@
+//! `FileToolCache` as seen from JS: the embedded `MCPToolCache`. The file work runs on the
+//! shared runtime's blocking pool, so the JS thread never waits on the disk or the lock.
+use std::sync::Arc;
+
+use napi::Env;
+use napi_derive::napi;
+
+use crate::binding::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
+use crate::binding::js_async::when_done;
+use crate::binding::js_error;
+use crate::binding::transport_class::{finish, thrown};
+use crate::manager::tool_cache::FileToolCache;
+
+/// The embedded tool cache (M4): one JSON file, entries keyed by server name and a SHA-256 of
+/// the config's key-sorted JSON, 30 days fresh, written atomically under a lock file.
+#[napi(js_name = "FileToolCache")]
+pub struct JsFileToolCache {
+  cache: Arc<FileToolCache>,
+}
+
+/// A JS value as JSON (`undefined` fields dropped, as `JSON.stringify` does).
+fn json_of(js: Js, value: Value) -> Option<serde_json::Value> {
+  let text = js.json_stringify(value).ok().flatten()?;
+  serde_json::from_str(&text).ok()
+}
+
+fn runtime_failure(js: Js) -> Value {
+  js.error(ErrorKind::Error, "The async runtime could not start")
+}
+
+#[napi]
+impl JsFileToolCache {
+  #[napi(constructor, ts_args_type = "path: string")]
+  pub fn new(env: Env, path: JsArg) -> napi::Result<Self> {
+    let js = Js::new(env.raw());
+    match js.rust_string(path.0).filter(|p| !p.is_empty()) {
+      Some(path) => Ok(JsFileToolCache {
+        cache: Arc::new(FileToolCache::new(path)),
+      }),
+      None => Err(thrown(
+        js,
+        Thrown(js_error::type_error(
+          js,
+          "The \"path\" argument must be a non-empty string",
+        )),
+      )),
+    }
+  }
+
+  /// The cache file.
+  #[napi(getter)]
+  pub fn path(&self) -> String {
+    self.cache.path().to_string_lossy().into_owned()
+  }
+
+  /// The cached tool list, or `null` when absent, stale, for another config, or unreadable.
+  #[napi(
+    ts_args_type = "serverName: string, config: MCPServerConfig",
+    ts_return_type = "Promise<MCPToolDefinition[] | null>"
+  )]
+  pub fn get(&self, env: Env, server: JsArg, config: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let result = (|| {
+      let Some(server) = js.rust_string(server.0) else {
+        return js.rejected(js_error::type_error(
+          js,
+          "The \"serverName\" argument must be a string",
+        ));
+      };
+      let Some(config) = json_of(js, config.0) else {
+        return js.rejected(js_error::type_error(
+          js,
+          "The \"config\" argument must be an object",
+        ));
+      };
+      let cache = self.cache.clone();
+      let (deferred, promise) = js.create_promise()?;
+      let lookup = async move {
+        tokio::task::spawn_blocking(move || {
+          cache.get(&server, &config).map(|tools| tools.to_string())
+        })
+        .await
+        .ok()
+        .flatten()
+      };
+      let scheduled = when_done(js, lookup, move |js, tools| {
+        let value = match tools {
+          Some(text) => js.json_parse(&text).unwrap_or_else(|_| js.null()),
+          None => js.null(),
+        };
+        js.resolve(deferred, value)
+      });
+      if scheduled.is_none() {
+        js.reject(deferred, runtime_failure(js));
+      }
+      Ok(promise)
+    })();
+    finish(js, result)
+  }
+
+  /// Stores the tool list of `serverName` for this config.
+  #[napi(
+    ts_args_type = "serverName: string, config: MCPServerConfig, tools: MCPToolDefinition[]",
+    ts_return_type = "Promise<void>"
+  )]
+  pub fn set(&self, env: Env, server: JsArg, config: JsArg, tools: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let result = (|| {
+      let Some(server) = js.rust_string(server.0) else {
+        return js.rejected(js_error::type_error(
+          js,
+          "The \"serverName\" argument must be a string",
+        ));
+      };
+      let Some(config) = json_of(js, config.0) else {
+        return js.rejected(js_error::type_error(
+          js,
+          "The \"config\" argument must be an object",
+        ));
+      };
+      let Some(tools) = json_of(js, tools.0).filter(|t| t.is_array()) else {
+        return js.rejected(js_error::type_error(
+          js,
+          "The \"tools\" argument must be an array",
+        ));
+      };
+      let cache = self.cache.clone();
+      let (deferred, promise) = js.create_promise()?;
+      let write = async move {
+        match tokio::task::spawn_blocking(move || cache.set(&server, &config, &tools)).await {
+          Ok(result) => result.map_err(|e| e.to_string()),
+          Err(e) => Err(e.to_string()),
+        }
+      };
+      let path = self.path();
+      let scheduled = when_done(js, write, move |js, written| match written {
+        Ok(()) => js.resolve(deferred, js.undefined()),
+        Err(message) => {
+          let error = js.error(
+            ErrorKind::Error,
+            &format!("Failed to write tool cache {path}: {message}"),
+          );
+          js.reject(deferred, error)
+        }
+      });
+      if scheduled.is_none() {
+        js.reject(deferred, runtime_failure(js));
+      }
+      Ok(promise)
+    })();
+    finish(js, result)
+  }
+}

@@ -1,0 +1,133 @@
+//! MCP tool names as the agent spells them: `mcp_<server>_<tool>`.
+
+/// Lowercases `part` and reduces it to `[a-z_]`: every run of other characters (digits
+/// included, as the agent does) becomes one `_`, and `_` runs collapse and are trimmed.
+pub fn sanitize_name_part(part: &str) -> String {
+  let mut out = String::with_capacity(part.len());
+  for c in part.to_lowercase().chars() {
+    if c.is_ascii_lowercase() {
+      out.push(c);
+    } else if !out.ends_with('_') {
+      out.push('_');
+    }
+  }
+  out.trim_matches('_').to_owned()
+}
+
+/// `mcp_<server>_<tool>`, without repeating the server when the tool name already starts
+/// with it (`github` + `github_create_issue` → `mcp_github_create_issue`).
+pub fn create_mcp_tool_name(server: &str, tool: &str) -> String {
+  let mut s = sanitize_name_part(server);
+  if s.is_empty() {
+    s.push_str("server");
+  }
+  let mut t = sanitize_name_part(tool);
+  if t.is_empty() {
+    t.push_str("tool");
+  }
+  let tool_part = t.strip_prefix(&format!("{s}_")).unwrap_or(&t);
+  format!("mcp_{s}_{tool_part}")
+}
+
+/// Splits `mcp_<server>_<tool>` at the first `_` after the prefix; only exact for server
+/// names without `_`, which is as much as the name itself can tell.
+pub fn parse_mcp_tool_name(name: &str) -> Option<(String, String)> {
+  let (server, tool) = name.strip_prefix("mcp_")?.split_once('_')?;
+  if server.is_empty() || tool.is_empty() {
+    return None;
+  }
+  Some((server.to_owned(), tool.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn sanitizes_parts() {
+    assert_eq!(sanitize_name_part("GitHub"), "github");
+    assert_eq!(sanitize_name_part("my-server.v2"), "my_server_v");
+    assert_eq!(sanitize_name_part("__a__b__"), "a_b");
+    assert_eq!(sanitize_name_part("a - _ b"), "a_b");
+    assert_eq!(sanitize_name_part("123"), "");
+    assert_eq!(sanitize_name_part(""), "");
+  }
+
+  #[test]
+  fn creates_names() {
+    let cases = [
+      ("GitHub", "create_issue", "mcp_github_create_issue"),
+      ("github", "github_create_issue", "mcp_github_create_issue"),
+      ("GitHub", "GitHub-Create-Issue", "mcp_github_create_issue"),
+      ("my-server.v2", "Tool 9 X", "mcp_my_server_v_tool_x"),
+      ("", "", "mcp_server_tool"),
+      ("___", "---", "mcp_server_tool"),
+      ("s3", "get2", "mcp_s_get"),
+      ("42", "list", "mcp_server_list"),
+      ("fs", "99", "mcp_fs_tool"),
+      // Only one leading copy of the server is stripped.
+      ("a", "a_a_b", "mcp_a_a_b"),
+      // A prefix that is not followed by `_` is part of the tool name.
+      ("git", "github_x", "mcp_git_github_x"),
+      // The tool may equal the server; nothing to strip without the `_`.
+      ("git", "git", "mcp_git_git"),
+    ];
+    for (server, tool, want) in cases {
+      assert_eq!(
+        create_mcp_tool_name(server, tool),
+        want,
+        "{server:?} {tool:?}"
+      );
+    }
+  }
+
+  #[test]
+  fn handles_unicode() {
+    assert_eq!(sanitize_name_part("Ünïcödé"), "n_c_d");
+    assert_eq!(create_mcp_tool_name("Сервер", "ツール"), "mcp_server_tool");
+    assert_eq!(
+      create_mcp_tool_name("café", "naïve—tool"),
+      "mcp_caf_na_ve_tool"
+    );
+    // `İ` lowercases to `i` plus a combining dot, which becomes `_` and is trimmed.
+    assert_eq!(sanitize_name_part("İ"), "i");
+  }
+
+  #[test]
+  fn parses_names() {
+    assert_eq!(
+      parse_mcp_tool_name("mcp_github_create_issue"),
+      Some(("github".to_owned(), "create_issue".to_owned()))
+    );
+    assert_eq!(
+      parse_mcp_tool_name("mcp_a_b"),
+      Some(("a".to_owned(), "b".to_owned()))
+    );
+    for bad in [
+      "github_create_issue",
+      "mcp_",
+      "mcp_github",
+      "mcp__tool",
+      "mcp_github_",
+      "MCP_a_b",
+      "",
+    ] {
+      assert_eq!(parse_mcp_tool_name(bad), None, "{bad:?}");
+    }
+  }
+
+  #[test]
+  fn round_trips_servers_without_underscore() {
+    for (server, tool) in [
+      ("github", "create_issue"),
+      ("GitHub", "github_list"),
+      ("fs", "read"),
+      ("x", ""),
+    ] {
+      let name = create_mcp_tool_name(server, tool);
+      let (s, t) = parse_mcp_tool_name(&name).unwrap();
+      assert_eq!(create_mcp_tool_name(&s, &t), name);
+      assert_eq!(s, sanitize_name_part(server));
+    }
+  }
+}

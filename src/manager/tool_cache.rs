@@ -1,0 +1,440 @@
+//! `FileToolCache`, the embedded default tool cache: one JSON file of tool lists keyed by
+//! server name and config hash. Blocking I/O; call it from a blocking thread.
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const VERSION: u64 = 1;
+const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+#[derive(Debug, Clone)]
+pub struct FileToolCache {
+  path: PathBuf,
+  max_age: Duration,
+}
+
+impl FileToolCache {
+  /// A cache stored at `path`, whose entries expire after 30 days.
+  pub fn new(path: impl Into<PathBuf>) -> Self {
+    Self {
+      path: path.into(),
+      max_age: DEFAULT_MAX_AGE,
+    }
+  }
+
+  pub fn with_max_age(self, max_age: Duration) -> Self {
+    Self { max_age, ..self }
+  }
+
+  pub fn path(&self) -> &Path {
+    &self.path
+  }
+
+  /// The tools saved for `server` under this exact config, unless expired. A missing,
+  /// unreadable or corrupt file is just a miss.
+  pub fn get(&self, server: &str, config: &Value) -> Option<Value> {
+    let Value::Object(mut entry) = self.read_entries().remove(server)? else {
+      return None;
+    };
+    let hash_matches =
+      entry.get("configHash").and_then(Value::as_str) == Some(config_hash(config).as_str());
+    if !hash_matches || !self.is_fresh(&entry, now_ms()) {
+      return None;
+    }
+    entry.remove("tools").filter(Value::is_array)
+  }
+
+  /// Saves `tools` for `server`, keeping other servers' fresh entries, even those another
+  /// process writes at the same time.
+  pub fn set(&self, server: &str, config: &Value, tools: &Value) -> io::Result<()> {
+    let dir = match self.path.parent() {
+      Some(dir) if !dir.as_os_str().is_empty() => dir,
+      _ => Path::new("."),
+    };
+    fs::create_dir_all(dir)?;
+    // A sibling lock file, because the cache file itself is replaced by every write.
+    let _lock = lock_exclusive(&dir.join(self.sibling_name(".lock")?))?;
+
+    let now = now_ms();
+    let mut entries = self.read_entries();
+    entries.retain(|_, entry| {
+      entry
+        .as_object()
+        .is_some_and(|entry| self.is_fresh(entry, now))
+    });
+    entries.insert(
+      server.to_owned(),
+      json!({ "configHash": config_hash(config), "savedAt": now, "tools": tools }),
+    );
+    let payload = serde_json::to_vec(&json!({ "version": VERSION, "entries": entries }))?;
+
+    static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+    let suffix = format!(
+      ".{}.{}.tmp",
+      std::process::id(),
+      NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+    );
+    let temp = dir.join(self.sibling_name(&suffix)?);
+    let written = write_synced(&temp, &payload).and_then(|()| fs::rename(&temp, &self.path));
+    if written.is_err() {
+      let _ = fs::remove_file(&temp);
+    }
+    written
+  }
+
+  /// The entries of a well-formed version-1 file; anything else reads as empty.
+  fn read_entries(&self) -> Map<String, Value> {
+    let Ok(bytes) = fs::read(&self.path) else {
+      return Map::new();
+    };
+    let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&bytes) else {
+      return Map::new();
+    };
+    if root.get("version").and_then(Value::as_u64) != Some(VERSION) {
+      return Map::new();
+    }
+    match root.remove("entries") {
+      Some(Value::Object(entries)) => entries,
+      _ => Map::new(),
+    }
+  }
+
+  fn is_fresh(&self, entry: &Map<String, Value>, now_ms: u64) -> bool {
+    entry
+      .get("savedAt")
+      .and_then(Value::as_u64)
+      .is_some_and(|saved| u128::from(now_ms.saturating_sub(saved)) < self.max_age.as_millis())
+  }
+
+  /// `<file name><suffix>`, for files that live next to the cache file.
+  fn sibling_name(&self, suffix: &str) -> io::Result<OsString> {
+    let mut name = self
+      .path
+      .file_name()
+      .ok_or_else(|| {
+        io::Error::new(
+          io::ErrorKind::InvalidInput,
+          "tool cache path has no file name",
+        )
+      })?
+      .to_os_string();
+    name.push(suffix);
+    Ok(name)
+  }
+}
+
+/// Lowercase hex SHA-256 of the config's [`stable_json`].
+pub fn config_hash(config: &Value) -> String {
+  const HEX: &[u8; 16] = b"0123456789abcdef";
+  let digest = Sha256::digest(stable_json(config).as_bytes());
+  let mut hex = String::with_capacity(digest.len() * 2);
+  for byte in digest.iter() {
+    hex.push(char::from(HEX[usize::from(byte >> 4)]));
+    hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+  }
+  hex
+}
+
+/// Compact JSON with object keys sorted (byte order, recursively), so equal configs hash
+/// equally whatever order their keys were written in.
+pub fn stable_json(value: &Value) -> String {
+  let mut out = String::new();
+  write_stable(value, &mut out);
+  out
+}
+
+fn write_stable(value: &Value, out: &mut String) {
+  match value {
+    Value::Object(map) => {
+      let mut fields: Vec<_> = map.iter().collect();
+      fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+      out.push('{');
+      for (i, (key, field)) in fields.into_iter().enumerate() {
+        if i > 0 {
+          out.push(',');
+        }
+        out.push_str(&Value::from(key.as_str()).to_string());
+        out.push(':');
+        write_stable(field, out);
+      }
+      out.push('}');
+    }
+    Value::Array(items) => {
+      out.push('[');
+      for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+          out.push(',');
+        }
+        write_stable(item, out);
+      }
+      out.push(']');
+    }
+    scalar => out.push_str(&scalar.to_string()),
+  }
+}
+
+/// Holds an exclusive advisory lock (flock on unix) until the returned file is dropped.
+fn lock_exclusive(path: &Path) -> io::Result<File> {
+  let file = OpenOptions::new()
+    .create(true)
+    .truncate(false)
+    .write(true)
+    .open(path)?;
+  match file.lock() {
+    // Where the platform has no such lock, writers race as they would without one.
+    Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok(file),
+    Err(e) => Err(e),
+    Ok(()) => Ok(file),
+  }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+  let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+  file.write_all(bytes)?;
+  // On disk before the rename, so a crash cannot leave an empty or partial cache file.
+  file.sync_all()
+}
+
+fn now_ms() -> u64 {
+  SystemTime::now()
+    .duration_since(UNIX_EPOCH)
+    .map_or(0, |since| {
+      u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use std::sync::atomic::AtomicU32;
+
+  struct TempDir(PathBuf);
+
+  impl TempDir {
+    fn new() -> Self {
+      static NEXT: AtomicU32 = AtomicU32::new(0);
+      let dir = std::env::temp_dir().join(format!(
+        "mcp-native-tool-cache-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+      ));
+      let _ = fs::remove_dir_all(&dir);
+      TempDir(dir)
+    }
+
+    /// A cache in a directory that does not exist yet, so `set` has to create it.
+    fn cache(&self) -> FileToolCache {
+      FileToolCache::new(self.0.join("nested").join("tools.json"))
+    }
+  }
+
+  impl Drop for TempDir {
+    fn drop(&mut self) {
+      let _ = fs::remove_dir_all(&self.0);
+    }
+  }
+
+  fn read_file(cache: &FileToolCache) -> Value {
+    serde_json::from_slice(&fs::read(cache.path()).unwrap()).unwrap()
+  }
+
+  #[test]
+  fn stable_json_sorts_keys_recursively() {
+    let config = json!({"b": {"y": [3, {"q": 1, "p": null}], "x": "s"}, "a": 1.5, "A": true});
+    assert_eq!(
+      stable_json(&config),
+      r#"{"A":true,"a":1.5,"b":{"x":"s","y":[3,{"p":null,"q":1}]}}"#
+    );
+    assert_eq!(stable_json(&json!([])), "[]");
+    assert_eq!(stable_json(&json!("é\"\n")), "\"é\\\"\\n\"");
+  }
+
+  #[test]
+  fn config_hash_is_sha256_of_stable_json() {
+    assert_eq!(
+      config_hash(&json!({})),
+      "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+    );
+    let config = json!({"b": {"d": "q\"\n", "c": "é"}, "a": [1, "x", null, true, 1.5]});
+    assert_eq!(
+      config_hash(&config),
+      "2848bc484fc4ab9cc92e31890ca646060cfacfd44942c7ccb9a8a5d0149392b7"
+    );
+    let reordered = json!({"a": [1, "x", null, true, 1.5], "b": {"c": "é", "d": "q\"\n"}});
+    assert_eq!(config_hash(&config), config_hash(&reordered));
+    assert_ne!(
+      config_hash(&json!({"a": [1, 2]})),
+      config_hash(&json!({"a": [2, 1]}))
+    );
+  }
+
+  #[test]
+  fn round_trip() {
+    let dir = TempDir::new();
+    let cache = dir.cache();
+    let config = json!({"command": "node", "args": ["server.js"], "env": {"B": "2", "A": "1"}});
+    let tools = json!([{"name": "read", "inputSchema": {"type": "object"}}]);
+    assert_eq!(cache.get("fs", &config), None);
+    cache.set("fs", &config, &tools).unwrap();
+    assert_eq!(cache.get("fs", &config), Some(tools.clone()));
+    let reordered = json!({"env": {"A": "1", "B": "2"}, "args": ["server.js"], "command": "node"});
+    assert_eq!(cache.get("fs", &reordered), Some(tools));
+    assert_eq!(cache.get("other", &config), None);
+
+    let file = read_file(&cache);
+    assert_eq!(file["version"], 1);
+    assert_eq!(file["entries"]["fs"]["configHash"], config_hash(&config));
+    assert!(file["entries"]["fs"]["savedAt"].as_u64().unwrap() > 1_600_000_000_000);
+    // Only the cache and its lock file remain: no temp files left behind.
+    let mut names: Vec<_> = fs::read_dir(dir.0.join("nested"))
+      .unwrap()
+      .map(|e| e.unwrap().file_name())
+      .collect();
+    names.sort();
+    assert_eq!(names, ["tools.json", "tools.json.lock"]);
+  }
+
+  #[test]
+  fn other_config_misses_and_set_replaces() {
+    let dir = TempDir::new();
+    let cache = dir.cache();
+    cache
+      .set("s", &json!({"command": "a"}), &json!([1]))
+      .unwrap();
+    assert_eq!(cache.get("s", &json!({"command": "b"})), None);
+    cache
+      .set("s", &json!({"command": "b"}), &json!([2]))
+      .unwrap();
+    assert_eq!(cache.get("s", &json!({"command": "a"})), None);
+    assert_eq!(cache.get("s", &json!({"command": "b"})), Some(json!([2])));
+  }
+
+  #[test]
+  fn entries_expire() {
+    let dir = TempDir::new();
+    let config = json!({"url": "http://x"});
+    let cache = dir.cache().with_max_age(Duration::ZERO);
+    cache.set("s", &config, &json!([])).unwrap();
+    assert_eq!(cache.get("s", &config), None);
+
+    let cache = dir.cache();
+    let day_ms = 24 * 60 * 60 * 1000;
+    let file = json!({"version": 1, "entries": {
+      "old": {"configHash": config_hash(&config), "savedAt": now_ms() - 31 * day_ms, "tools": [1]},
+      "recent": {"configHash": config_hash(&config), "savedAt": now_ms() - 29 * day_ms, "tools": [2]},
+      "malformed": {"configHash": config_hash(&config), "tools": [3]},
+    }});
+    fs::write(cache.path(), file.to_string()).unwrap();
+    assert_eq!(cache.get("old", &config), None);
+    assert_eq!(cache.get("recent", &config), Some(json!([2])));
+    assert_eq!(cache.get("malformed", &config), None);
+
+    // A write drops expired and malformed entries and keeps fresh ones.
+    cache.set("new", &config, &json!([4])).unwrap();
+    let entries = read_file(&cache)["entries"].as_object().unwrap().clone();
+    assert_eq!(entries.keys().collect::<Vec<_>>(), ["recent", "new"]);
+  }
+
+  #[test]
+  fn corrupt_file_reads_as_empty_and_is_repaired() {
+    let dir = TempDir::new();
+    let cache = dir.cache();
+    let config = json!({});
+    fs::create_dir_all(cache.path().parent().unwrap()).unwrap();
+    for corrupt in [
+      "{not json",
+      "",
+      "[]",
+      r#"{"version": 1}"#,
+      r#"{"version": 1, "entries": []}"#,
+    ] {
+      fs::write(cache.path(), corrupt).unwrap();
+      assert_eq!(cache.get("s", &config), None, "{corrupt:?}");
+    }
+    let hash = config_hash(&config);
+    let odd = json!({"version": 1, "entries": {"s": {"configHash": hash, "savedAt": now_ms(), "tools": "x"}}});
+    fs::write(cache.path(), odd.to_string()).unwrap();
+    assert_eq!(cache.get("s", &config), None);
+
+    fs::write(cache.path(), "\0garbage").unwrap();
+    cache.set("s", &config, &json!(["t"])).unwrap();
+    assert_eq!(cache.get("s", &config), Some(json!(["t"])));
+    assert_eq!(read_file(&cache)["entries"].as_object().unwrap().len(), 1);
+  }
+
+  #[test]
+  fn version_mismatch_misses() {
+    let dir = TempDir::new();
+    let cache = dir.cache();
+    let config = json!({"command": "x"});
+    cache.set("s", &config, &json!([1])).unwrap();
+    let mut file = read_file(&cache);
+    file["version"] = json!(2);
+    fs::write(cache.path(), file.to_string()).unwrap();
+    assert_eq!(cache.get("s", &config), None);
+    // A write starts a fresh version-1 file rather than mixing formats.
+    cache.set("t", &config, &json!([2])).unwrap();
+    let file = read_file(&cache);
+    assert_eq!(file["version"], 1);
+    assert_eq!(
+      file["entries"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect::<Vec<_>>(),
+      ["t"]
+    );
+  }
+
+  #[test]
+  fn missing_or_unwritable_locations() {
+    let dir = TempDir::new();
+    assert_eq!(dir.cache().get("s", &json!({})), None);
+    // A file where the directory should be makes `set` fail rather than panic.
+    fs::create_dir_all(&dir.0).unwrap();
+    fs::write(dir.0.join("nested"), "").unwrap();
+    assert!(dir.cache().set("s", &json!({}), &json!([])).is_err());
+    assert!(FileToolCache::new("/")
+      .set("s", &json!({}), &json!([]))
+      .is_err());
+  }
+
+  #[test]
+  fn concurrent_writers_keep_every_entry() {
+    let dir = TempDir::new();
+    let path = dir.cache().path().to_owned();
+    let threads: Vec<_> = (0..8)
+      .map(|t| {
+        let path = path.clone();
+        std::thread::spawn(move || {
+          // Separate instances, so each write opens its own lock file description, as
+          // separate processes would.
+          let cache = FileToolCache::new(path);
+          for i in 0..20 {
+            cache
+              .set(&format!("server{t}"), &json!({"n": t}), &json!([i]))
+              .unwrap();
+          }
+        })
+      })
+      .collect();
+    for thread in threads {
+      thread.join().unwrap();
+    }
+    let cache = FileToolCache::new(&path);
+    let file = read_file(&cache);
+    assert_eq!(file["entries"].as_object().unwrap().len(), 8);
+    for t in 0..8 {
+      assert_eq!(
+        cache.get(&format!("server{t}"), &json!({"n": t})),
+        Some(json!([19]))
+      );
+    }
+  }
+}
