@@ -835,10 +835,14 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.FileToolCache = nativeBinding.FileToolCache
+module.exports.JsFileToolCache = nativeBinding.JsFileToolCache
 module.exports.HttpTransport = nativeBinding.HttpTransport
 module.exports.JsHttpTransport = nativeBinding.JsHttpTransport
 module.exports.MCPClient = nativeBinding.MCPClient
 module.exports.JsMcpClient = nativeBinding.JsMcpClient
+module.exports.MCPManager = nativeBinding.MCPManager
+module.exports.JsMcpManager = nativeBinding.JsMcpManager
 module.exports.StdioTransport = nativeBinding.StdioTransport
 module.exports.JsStdioTransport = nativeBinding.JsStdioTransport
 module.exports.callMCP = nativeBinding.callMCP
