@@ -161,6 +161,24 @@ describe("S6 close", () => {
   });
 });
 
+describe("S2 large results", () => {
+  it("S2: multi-megabyte strings arrive exactly, whether plain ASCII, escaped or non-ASCII", async () => {
+    const t = await connect();
+    const unit = 1 << 20;
+    const texts = [
+      "a".repeat(2 * unit),
+      `line one\n${"tab\t\"quoted\" \\ ".repeat(unit / 16)}\u0001end`,
+      `${"é漢🙂".repeat(unit / 8)}tail`,
+    ];
+    for (const text of texts) {
+      const result = await t.request<any>("tools/call", { name: "echo", arguments: { text } });
+      expect(result.content[0].text.length).toBe(text.length);
+      expect(result.content[0].text === text).toBe(true);
+      expect(Object.keys(result.content[0])).toEqual(["type", "text"]);
+    }
+  });
+});
+
 describe("S7 writes", () => {
   it("S7: frames leave in call order, whole", async () => {
     const t = await connect();

@@ -30,7 +30,7 @@ pub enum Event {
   /// `message::prefers_tree`).
   SettledTree {
     ticket: u64,
-    result: serde_json::Value,
+    result: crate::protocol::tree::ResultTree,
   },
   /// T11: a server request that needs the JS `onRequest` handler.
   ServerRequest {
@@ -286,12 +286,27 @@ impl Session {
 
   /// One frame from the server (S3: anything that is not JSON-RPC is skipped).
   pub fn handle_frame(&self, frame: &str) {
+    self.handle(frame, None)
+  }
+
+  /// One line from the server, kept whole so a large result's strings can point into it.
+  pub fn handle_line(&self, line: bytes::Bytes) {
+    // S3: a line that is not UTF-8 is not JSON either: skipped.
+    if let Ok(text) = std::str::from_utf8(&line) {
+      self.handle(text, Some(&line));
+    }
+  }
+
+  fn handle(&self, frame: &str, owner: Option<&bytes::Bytes>) {
     if !self.is_connected() {
       // After close() nothing more reaches JS.
       return;
     }
     if message::prefers_tree(frame) {
-      if let Some((id, result)) = message::response_tree(frame) {
+      let owned = owner
+        .cloned()
+        .unwrap_or_else(|| bytes::Bytes::copy_from_slice(frame.as_bytes()));
+      if let Some((id, result)) = crate::protocol::tree::parse_response(owned) {
         let pending = self.state().pending.remove(&id);
         if let Some(pending) = pending {
           pending.stop_timer();

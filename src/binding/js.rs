@@ -2,9 +2,49 @@
 use std::ffi::{c_void, CString};
 use std::ptr;
 
+use bytes::Bytes;
 use napi::sys;
 
 pub type Value = sys::napi_value;
+
+/// Strings at least this long are handed to V8 as external strings where possible: below it
+/// the copy is cheaper than the finalizer bookkeeping.
+pub const EXTERNAL_STRING_BYTES: usize = 64 * 1024;
+
+type CreateExternalLatin1 = unsafe extern "C" fn(
+  sys::napi_env,
+  *mut std::ffi::c_char,
+  usize,
+  sys::napi_finalize,
+  *mut c_void,
+  *mut Value,
+  *mut bool,
+) -> sys::napi_status;
+
+/// Node has this since 20.4 (as an experimental API, hence looked up at run time); Bun may
+/// not, and then strings are copied.
+#[cfg(unix)]
+fn external_latin1_function() -> Option<CreateExternalLatin1> {
+  static FUNCTION: std::sync::OnceLock<Option<CreateExternalLatin1>> = std::sync::OnceLock::new();
+  *FUNCTION.get_or_init(|| {
+    let name = c"node_api_create_external_string_latin1";
+    // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up; a non-null result is that
+    // function, whose C signature CreateExternalLatin1 matches.
+    let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!symbol.is_null())
+      .then(|| unsafe { std::mem::transmute::<*mut c_void, CreateExternalLatin1>(symbol) })
+  })
+}
+
+#[cfg(not(unix))]
+fn external_latin1_function() -> Option<CreateExternalLatin1> {
+  None
+}
+
+unsafe extern "C" fn release_external(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+  // SAFETY: hint is the Box<Bytes> leaked in external_latin1, released exactly once.
+  drop(unsafe { Box::from_raw(hint.cast::<Bytes>()) });
+}
 
 /// An exception thrown by JS code we called (or by the engine).
 pub struct Thrown(pub Value);
@@ -113,6 +153,39 @@ impl Js {
       };
     }
     v
+  }
+
+  /// An ASCII string V8 reads in place from `text` (kept alive until the string is
+  /// collected), where the runtime has `node_api_create_external_string_latin1`; a copy
+  /// otherwise.
+  pub fn external_latin1(&self, text: Bytes) -> Value {
+    let Some(create) = external_latin1_function() else {
+      return self.string(std::str::from_utf8(&text).unwrap_or(""));
+    };
+    let owner = Box::into_raw(Box::new(text));
+    // SAFETY: owner is a live Box<Bytes>; the data pointer stays valid while it lives.
+    let (data, len) = unsafe { ((*owner).as_ptr(), (*owner).len()) };
+    let mut value = ptr::null_mut();
+    let mut copied = false;
+    let status = unsafe {
+      create(
+        self.env,
+        data.cast_mut().cast(),
+        len,
+        Some(release_external),
+        owner.cast(),
+        &mut value,
+        &mut copied,
+      )
+    };
+    if status != sys::Status::napi_ok || copied {
+      // Not adopted: the finalizer will never run, so the owner is ours to drop.
+      let text = unsafe { Box::from_raw(owner) };
+      if status != sys::Status::napi_ok {
+        return self.string(std::str::from_utf8(&text).unwrap_or(""));
+      }
+    }
+    value
   }
 
   pub fn global(&self) -> Value {

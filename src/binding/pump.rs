@@ -11,9 +11,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use napi::sys;
 
-use super::js::{Js, Thrown, Value};
+use bytes::Bytes;
+
+use super::js::{Js, Thrown, Value, EXTERNAL_STRING_BYTES};
 use super::js_error;
 use crate::protocol::message::{RpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
+use crate::protocol::tree::{Node, ResultTree, Text};
 use crate::session::{Event, EventSink, Session};
 
 struct Tsfn(sys::napi_threadsafe_function);
@@ -494,7 +497,8 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
     Event::SettledTree { ticket, result } => {
       let deferred = side.borrow_mut().take_pending(ticket);
       if let Some(deferred) = deferred {
-        match build_tree(js, &result) {
+        let mut result = result;
+        match build_tree(js, &mut result) {
           Ok(value) => js.resolve(deferred, value),
           Err(Thrown(e)) => js.reject(deferred, e),
         }
@@ -571,28 +575,53 @@ fn fire_closed(js: Js, side: &Shared) {
 }
 
 /// Builds a parsed result as JS values: what `JSON.parse` would give, key order included.
-fn build_tree(js: Js, value: &serde_json::Value) -> Result<Value, Thrown> {
-  use serde_json::Value as V;
-  Ok(match value {
-    V::Null => js.null(),
-    V::Bool(b) => js.boolean(*b),
-    V::Number(n) => js.number(n.as_f64().unwrap_or(f64::NAN)),
-    V::String(s) => js.string(s),
-    V::Array(items) => {
+/// Big ASCII strings become external strings over the frame (or the unescaped text) where
+/// the runtime offers them, so the megabytes are not copied again on the JS thread.
+fn build_tree(js: Js, tree: &mut ResultTree) -> Result<Value, Thrown> {
+  let frame = tree.frame.clone();
+  build_node(js, &frame, &mut tree.root)
+}
+
+fn build_node(js: Js, frame: &Bytes, node: &mut Node) -> Result<Value, Thrown> {
+  Ok(match node {
+    Node::Null => js.null(),
+    Node::Bool(b) => js.boolean(*b),
+    Node::Number(n) => js.number(*n),
+    Node::Text(text) => build_text(js, frame, text),
+    Node::Array(items) => {
       let array = js.array(items.len())?;
-      for (i, item) in items.iter().enumerate() {
-        js.set_element(array, i as u32, build_tree(js, item)?)?;
+      for (i, item) in items.iter_mut().enumerate() {
+        js.set_element(array, i as u32, build_node(js, frame, item)?)?;
       }
       array
     }
-    V::Object(map) => {
+    Node::Object(fields) => {
       let object = js.object()?;
-      for (key, item) in map {
-        js.set_property(object, js.string(key), build_tree(js, item)?)?;
+      for (key, item) in fields.iter_mut() {
+        let key = build_text(js, frame, key);
+        js.set_property(object, key, build_node(js, frame, item)?)?;
       }
       object
     }
   })
+}
+
+fn build_text(js: Js, frame: &Bytes, text: &mut Text) -> Value {
+  match text {
+    Text::Slice { start, len } => {
+      let bytes = frame.slice(*start..*start + *len);
+      if bytes.len() >= EXTERNAL_STRING_BYTES && bytes.is_ascii() {
+        return js.external_latin1(bytes);
+      }
+      js.string(std::str::from_utf8(&bytes).unwrap_or(""))
+    }
+    Text::Owned(owned) => {
+      if owned.len() >= EXTERNAL_STRING_BYTES && owned.is_ascii() {
+        return js.external_latin1(Bytes::from(std::mem::take(owned)));
+      }
+      js.string(owned)
+    }
+  }
 }
 
 /// T11: hand a server request to `onRequest` and send back what it returns or throws.

@@ -187,19 +187,6 @@ pub fn prefers_tree(frame: &str) -> bool {
   structure.saturating_mul(4096) < text.len()
 }
 
-/// A successful response parsed in one pass into its id and result tree, for frames where
-/// `prefers_tree` holds. `None` for anything else (classify it as usual).
-pub fn response_tree(frame: &str) -> Option<(u64, serde_json::Value)> {
-  let serde_json::Value::Object(mut message) = serde_json::from_str(frame).ok()? else {
-    return None;
-  };
-  if message.contains_key("method") || message.get("error").is_some_and(|e| !e.is_null()) {
-    return None;
-  }
-  let id = message.get("id")?.as_u64()?;
-  Some((id, message.remove("result")?))
-}
-
 /// T9: `notifications/cancelled` params for one of our request ids.
 pub fn cancelled_params(request_id: u64, reason: &str) -> String {
   let reason = json_string(reason);
@@ -311,28 +298,10 @@ mod tests {
       "x".repeat(2 << 20)
     );
     assert!(prefers_tree(&big));
-    let (id, tree) = response_tree(&big).unwrap();
-    assert_eq!(id, 4);
-    assert_eq!(tree["content"][0]["text"].as_str().unwrap().len(), 2 << 20);
     assert!(!prefers_tree(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
     let many_objects = format!("[{}]", vec![r#"{"a":1,"b":[2,3]}"#; 100_000].join(","));
     assert!(many_objects.len() >= LARGE_RESULT_BYTES);
     assert!(!prefers_tree(&many_objects));
-    let notification = format!(
-      r#"{{"jsonrpc":"2.0","method":"n","params":{{"p":"{}"}}}}"#,
-      "y".repeat(2 << 20)
-    );
-    assert!(response_tree(&notification).is_none());
-    assert!(
-      response_tree(r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#).is_none()
-    );
-  }
-
-  #[test]
-  fn the_tree_keeps_key_order_like_json_parse() {
-    let (_, tree) = response_tree(r#"{"id":1,"result":{"z":1,"a":2,"m":3}}"#).unwrap();
-    let keys: Vec<&String> = tree.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["z", "a", "m"]);
   }
 
   #[test]

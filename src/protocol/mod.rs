@@ -2,3 +2,4 @@
 pub mod framing;
 pub mod message;
 pub mod sse;
+pub mod tree;

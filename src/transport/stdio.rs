@@ -217,12 +217,7 @@ async fn read_frames(
 ) -> Option<io::Error> {
   let mut framer = LineFramer::new(max_message_bytes);
   let deliver = |frame: Frame| match frame {
-    // S3: a line that is not UTF-8 is not JSON either: skipped.
-    Frame::Line(line) => {
-      if let Ok(text) = std::str::from_utf8(&line) {
-        session.handle_frame(text);
-      }
-    }
+    Frame::Line(line) => session.handle_line(line),
     Frame::TooLarge => session
       .events()
       .emit(Event::Error(CoreError::MessageTooLarge {
