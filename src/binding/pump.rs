@@ -95,6 +95,8 @@ pub struct Callbacks {
   pub on_notification: Option<sys::napi_ref>,
   pub on_request: Option<sys::napi_ref>,
   pub on_stderr: Option<sys::napi_ref>,
+  /// Set once the transport has closed: the references no longer keep their functions.
+  pub weak: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -206,12 +208,37 @@ impl JsSide {
 
   pub fn set_callback(&mut self, slot: CallbackSlot, value: Value) {
     let js = Js::new(self.env);
+    // After the close a callback is never called again: hold it weakly, so a callback
+    // that refers to its transport does not keep both alive forever (E4).
+    let strength = if self.callbacks.weak { 0 } else { 1 };
     let stored = self.callbacks.slot(slot);
     if let Some(old) = stored.take() {
       js.delete_ref(old);
     }
     if js.is_function(value) {
-      *stored = Some(js.new_ref(value, 1));
+      *stored = Some(js.new_ref(value, strength));
+    }
+  }
+
+  /// E4: once `onClose` has run, callbacks no longer keep anything alive.
+  fn weaken_callbacks(&mut self) {
+    if std::mem::replace(&mut self.callbacks.weak, true) {
+      return;
+    }
+    let callbacks = &self.callbacks;
+    for r in [
+      callbacks.on_close,
+      callbacks.on_error,
+      callbacks.on_notification,
+      callbacks.on_request,
+      callbacks.on_stderr,
+    ]
+    .into_iter()
+    .flatten()
+    {
+      let mut count = 0;
+      // SAFETY: r is a live reference created by set_callback with a count of 1.
+      unsafe { sys::napi_reference_unref(self.env, r, &mut count) };
     }
   }
 
@@ -564,6 +591,7 @@ fn fire_closed(js: Js, side: &Shared) {
   };
   if first {
     call_user(js, side, CallbackSlot::Close, &[]);
+    side.borrow_mut().weaken_callbacks();
   }
   for waiter in waiters {
     js.resolve(waiter, js.undefined());

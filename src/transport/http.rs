@@ -52,7 +52,9 @@ enum Mode {
 struct Shared {
   config: HttpConfig,
   headers: HeaderMap,
-  client: reqwest::Client,
+  /// Taken out by close(), so the pool and its keep-alive sockets go at once rather than
+  /// whenever the JS object is collected.
+  client: Mutex<Option<reqwest::Client>>,
   session_id: Mutex<Option<String>>,
   mode: tokio::sync::Mutex<Mode>,
   /// Cancelled by close(): stops the GET listener and the legacy stream.
@@ -106,7 +108,7 @@ impl HttpTransport {
     let shared = Arc::new(Shared {
       config,
       headers,
-      client,
+      client: Mutex::new(Some(client)),
       session_id: Mutex::new(None),
       mode: tokio::sync::Mutex::new(mode),
       closing: CancellationToken::new(),
@@ -160,13 +162,13 @@ impl HttpTransport {
     let events = self.session.events().clone();
     self.shared.runtime.spawn(async move {
       let session_id = shared.session_id.lock().ok().and_then(|mut s| s.take());
-      if let Some(session_id) = session_id {
+      let client = shared.client.lock().ok().and_then(|mut c| c.take());
+      if let (Some(session_id), Some(client)) = (session_id, client) {
         let limit = shared
           .config
           .timeout
           .unwrap_or(DELETE_TIMEOUT_WITHOUT_TIMEOUT);
-        let delete = shared
-          .client
+        let delete = client
           .request(Method::DELETE, shared.config.url.clone())
           .headers(shared.headers.clone())
           .header(SESSION_HEADER, session_id)
@@ -185,6 +187,16 @@ impl Drop for HttpTransport {
 }
 
 impl Shared {
+  /// The HTTP client, until close() has released it.
+  fn client(&self) -> Result<reqwest::Client, CoreError> {
+    self
+      .client
+      .lock()
+      .ok()
+      .and_then(|c| c.clone())
+      .ok_or(CoreError::TransportClosed { stderr: None })
+  }
+
   fn session_id(&self) -> Option<String> {
     self.session_id.lock().ok().and_then(|s| s.clone())
   }
@@ -223,7 +235,7 @@ impl Shared {
 
   async fn post(&self, session: &Session, url: Url, frame: String) -> Result<Response, CoreError> {
     let response = self
-      .client
+      .client()?
       .post(url.clone())
       .headers(self.request_headers(session))
       .body(frame)
@@ -264,7 +276,12 @@ async fn dispatch(
           }
         }
         Ack::Notify(ticket) => {
-          let outcome = send_notification(&shared, &session, out.frame).await;
+          // H9/E4: close() drops a notify in flight; it rejects like a pending request.
+          let outcome = tokio::select! {
+            biased;
+            _ = shared.closing.cancelled() => Err(CoreError::TransportClosed { stderr: None }),
+            outcome = send_notification(&shared, &session, out.frame) => outcome,
+          };
           session.events().emit(Event::Settled {
             ticket,
             outcome: outcome.map(|()| None),
@@ -272,9 +289,14 @@ async fn dispatch(
         }
         // Answers to server requests and cancellations: best effort.
         Ack::None => {
-          let url = shared.post_url().await;
-          let send = shared.post(&session, url, out.frame);
-          let _ = with_timeout(shared.config.timeout, send).await;
+          let send = async {
+            let url = shared.post_url().await;
+            with_timeout(shared.config.timeout, shared.post(&session, url, out.frame)).await
+          };
+          tokio::select! {
+            _ = shared.closing.cancelled() => {}
+            _ = send => {}
+          }
         }
       }
     });
@@ -418,7 +440,8 @@ async fn post_with_legacy_probe(
 /// in the background and return the POST URL.
 async fn open_legacy_stream(shared: &Shared, session: &Arc<Session>) -> Option<Url> {
   let response = shared
-    .client
+    .client()
+    .ok()?
     .get(shared.config.url.clone())
     .headers(listener_headers(shared, session))
     .send()
@@ -466,8 +489,10 @@ fn listener_headers(shared: &Shared, session: &Session) -> HeaderMap {
 
 /// H8: GET the server's stream; 405 or any non-2xx means "not offered".
 async fn listen(shared: &Shared, session: &Arc<Session>) {
-  let response = match shared
-    .client
+  let Ok(client) = shared.client() else {
+    return;
+  };
+  let response = match client
     .get(shared.config.url.clone())
     .headers(listener_headers(shared, session))
     .send()

@@ -183,4 +183,15 @@ async fn write_chunks(
   // S6: the descriptor closes when `stdin` drops below; no direct write may follow.
   *writer.state() = State::Closed;
   drop(stdin);
+  // What was never written still owes its caller an answer: a notify has no pending entry
+  // the session's disconnect would reject, so without this it would never settle.
+  chunks.close();
+  if let Some(session) = session.upgrade() {
+    let unwritten = batch
+      .drain(..)
+      .chain(std::iter::from_fn(|| chunks.try_recv().ok()));
+    for chunk in unwritten {
+      session.write_failed(chunk.ack, CoreError::TransportClosed { stderr: None });
+    }
+  }
 }
