@@ -12,26 +12,13 @@ use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::transport_class::thrown;
 use crate::error::CoreError;
-use crate::protocol::message;
+use crate::protocol::{message, parse_sse};
 use crate::runtime;
 
-/// J1: the first truthy JSON value of the `data: ` lines (`[DONE]` skipped), else the whole
-/// text as JSON, else `null`.
+/// J1 with V8's `JSON.parse` and JS truthiness.
 fn parse_sse_value(js: Js, text: &str) -> Result<Value, Thrown> {
-  for line in text.split('\n') {
-    let Some(data) = line.strip_prefix("data: ") else {
-      continue;
-    };
-    let data = data.trim();
-    if data == "[DONE]" {
-      continue;
-    }
-    let value = js.json_parse(data)?;
-    if js.truthy(value) {
-      return Ok(value);
-    }
-  }
-  Ok(js.json_parse(text).unwrap_or_else(|_| js.null()))
+  let value = parse_sse::parse_sse(text, |data| js.json_parse(data), |v| js.truthy(*v))?;
+  Ok(value.unwrap_or_else(|| js.null()))
 }
 
 /// Parses an MCP answer that may be an SSE stream or plain JSON (J1). Throws when a `data:`

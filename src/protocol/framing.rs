@@ -16,8 +16,8 @@ pub enum Frame {
   TooLarge,
 }
 
-/// Splits a byte stream into lines. Keeps at most `max_bytes` + one read of buffered data,
-/// so a server that never sends a newline cannot grow memory without bound.
+/// Splits a byte stream into lines. Keeps at most `max_bytes` + 1 + one read of buffered
+/// data, so a server that never sends a newline cannot grow memory without bound.
 pub struct LineFramer {
   max_bytes: usize,
   pub buffer: BytesMut,
@@ -35,6 +35,11 @@ impl LineFramer {
       scanned: 0,
       discarding: false,
     }
+  }
+
+  /// Bytes held between reads (E3: at most `max_bytes` + 1 once `next_frame` returns `None`).
+  pub fn buffered_len(&self) -> usize {
+    self.buffer.len()
   }
 
   /// The next complete frame in the buffer, if any. Call until `None` after each read.
@@ -64,7 +69,11 @@ impl LineFramer {
           self.scanned = 0;
           return None;
         }
-        None if self.buffer.len() > self.max_bytes => {
+        // A trailing CR may start the CRLF that ends a line of exactly `max_bytes`.
+        None
+          if self.buffer.len() - usize::from(self.buffer.last() == Some(&b'\r'))
+            > self.max_bytes =>
+        {
           self.buffer.clear();
           self.scanned = 0;
           self.discarding = true;
@@ -133,6 +142,21 @@ mod tests {
       assert!(f.buffer.len() <= 4096 + 1001);
     }
     assert_eq!(reports, 1);
+  }
+
+  #[test]
+  fn a_line_at_the_cap_whose_crlf_is_split_across_reads_still_counts() {
+    // Found by the fuzz target `framer`: the CR alone pushed the buffer over the cap.
+    let mut f = LineFramer::new(8);
+    let mut out = feed(&mut f, b"01234567\r");
+    assert!(f.buffered_len() <= 9);
+    out.extend(feed(&mut f, b"\n"));
+    assert_eq!(out, vec![line("01234567")]);
+    let mut f = LineFramer::new(8);
+    assert_eq!(feed(&mut f, b"01234567\r"), vec![]);
+    assert_eq!(f.finish(), Some(line("01234567")));
+    let mut f = LineFramer::new(8);
+    assert_eq!(feed(&mut f, b"012345678\r"), vec![Frame::TooLarge]);
   }
 
   #[test]

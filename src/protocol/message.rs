@@ -2,6 +2,9 @@
 //!
 //! Only what correlation needs (id, method, error) is parsed; `params` and `result` stay raw
 //! JSON text, because handing text to V8's `JSON.parse` beats building JS objects through napi.
+use std::fmt;
+
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -42,33 +45,131 @@ pub enum Skipped {
   NotJsonRpc,
 }
 
-#[derive(Deserialize)]
+/// The fields correlation needs. Read key by key, not derived: derive rejects a frame whose
+/// key repeats, where `JSON.parse` (the agent, and the large-result tree) keeps the last
+/// value; and derive reads a struct from a JSON array too (`[7,"ping"]` as a ping request).
+#[derive(Default)]
 struct Envelope<'a> {
-  #[serde(default, borrow, deserialize_with = "present")]
+  /// Kept even when `null`, to be told apart from a missing id.
   id: Option<&'a RawValue>,
-  #[serde(default)]
   method: Option<String>,
-  #[serde(default, borrow)]
   params: Option<&'a RawValue>,
-  // `present` keeps `"result": null` apart from a missing result.
-  #[serde(default, borrow, deserialize_with = "present")]
+  /// `Some` for `"result": null` too: that is a result.
   result: Option<&'a RawValue>,
-  #[serde(default, borrow)]
   error: Option<&'a RawValue>,
 }
 
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-  <&RawValue>::deserialize(d).map(Some)
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum EnvelopeField {
+  Id,
+  Method,
+  Params,
+  Result,
+  Error,
+  #[serde(other)]
+  Other,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+  fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+    struct Fields;
+    impl<'de> Visitor<'de> for Fields {
+      type Value = Envelope<'de>;
+      fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-RPC message object")
+      }
+      fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut envelope = Envelope::default();
+        // Typed once the last value is known: an earlier one of the wrong type is no error.
+        let mut method: Option<&RawValue> = None;
+        while let Some(field) = map.next_key()? {
+          match field {
+            EnvelopeField::Id => envelope.id = Some(map.next_value()?),
+            EnvelopeField::Method => method = Some(map.next_value()?),
+            EnvelopeField::Params => envelope.params = map.next_value()?,
+            EnvelopeField::Result => envelope.result = Some(map.next_value()?),
+            EnvelopeField::Error => envelope.error = map.next_value()?,
+            EnvelopeField::Other => {
+              map.next_value::<IgnoredAny>()?;
+            }
+          }
+        }
+        envelope.method = typed(method)?;
+        Ok(envelope)
+      }
+    }
+    deserializer.deserialize_map(Fields)
+  }
+}
+
+/// The last raw value of a field as its type (`null` is `None`).
+fn typed<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+  raw: Option<&RawValue>,
+) -> Result<Option<T>, E> {
+  match raw {
+    Some(raw) => serde_json::from_str(raw.get()).map_err(E::custom),
+    None => Ok(None),
+  }
+}
+
+/// An error object, read like `Envelope` and for the same reasons.
+struct ErrorObject<'a> {
+  code: Option<serde_json::Number>,
+  message: Option<String>,
+  /// T4: `"data": null` reaches JS as `null`, as in the agent, not as no data.
+  data: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct ErrorObject {
-  #[serde(default)]
-  code: Option<serde_json::Number>,
-  #[serde(default)]
-  message: Option<String>,
-  #[serde(default)]
-  data: Option<Box<RawValue>>,
+#[serde(field_identifier, rename_all = "lowercase")]
+enum ErrorField {
+  Code,
+  Message,
+  Data,
+  #[serde(other)]
+  Other,
+}
+
+impl<'de> Deserialize<'de> for ErrorObject<'de> {
+  fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+    struct Fields;
+    impl<'de> Visitor<'de> for Fields {
+      type Value = ErrorObject<'de>;
+      fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-RPC error object")
+      }
+      fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut code, mut message, mut data) = (None, None, None);
+        while let Some(field) = map.next_key()? {
+          match field {
+            ErrorField::Code => code = Some(map.next_value()?),
+            ErrorField::Message => message = Some(map.next_value()?),
+            ErrorField::Data => data = Some(map.next_value()?),
+            ErrorField::Other => {
+              map.next_value::<IgnoredAny>()?;
+            }
+          }
+        }
+        Ok(ErrorObject {
+          code: typed(code)?,
+          message: typed(message)?,
+          data,
+        })
+      }
+    }
+    deserializer.deserialize_map(Fields)
+  }
+}
+
+/// T5: JS compares ids as numbers, so `1.0` or `1e0` answer our request 1. Any other id
+/// (a string, a fraction, a negative number) is none of ours.
+fn our_id(raw: &RawValue) -> Option<u64> {
+  const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+  serde_json::from_str::<u64>(raw.get()).ok().or_else(|| {
+    let number = serde_json::from_str::<f64>(raw.get()).ok()?;
+    (number.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&number)).then_some(number as u64)
+  })
 }
 
 /// Classify one frame. A line that is not a JSON object, or an object that is none of the
@@ -87,7 +188,7 @@ pub fn classify(frame: &str) -> Result<Incoming, Skipped> {
       params: envelope.params.map(RawValue::to_owned),
     }),
     (None, Some(id)) => {
-      let id = serde_json::from_str::<u64>(id.get()).ok();
+      let id = our_id(id);
       if let Some(error) = envelope.error.filter(|raw| raw.get() != "null") {
         Ok(Incoming::Response {
           id,
@@ -289,6 +390,93 @@ mod tests {
     assert_eq!(classify("[1,2,3]"), Err(Skipped::NotJson));
     assert_eq!(classify(r#"{"hello":"world"}"#), Err(Skipped::NotJsonRpc));
     assert_eq!(classify(r#"{"id":3}"#), Err(Skipped::NotJsonRpc));
+  }
+
+  // The next four were found by the fuzz targets `classify` and `stdio_messages`
+  // (tests/fuzz_parsers.rs).
+
+  #[test]
+  fn arrays_are_not_messages_even_when_serde_could_read_them_as_one() {
+    assert_eq!(classify(r#"[7,"ping"]"#), Err(Skipped::NotJson));
+    assert_eq!(
+      classify(r#" [null,"notifications/tools/list_changed"]"#),
+      Err(Skipped::NotJson)
+    );
+    assert_eq!(classify(r#"[5,null,null,{"x":1}]"#), Err(Skipped::NotJson));
+    // An error that is an array still rejects, as a malformed error.
+    let m = classify(r#"{"jsonrpc":"2.0","id":4,"error":[1,"m"]}"#).unwrap();
+    let malformed = RpcError {
+      code: INTERNAL_ERROR,
+      message: "Unknown error".into(),
+      data: None,
+    };
+    assert!(matches!(m, Incoming::Response { id: Some(4), outcome: Err(e) } if e == malformed));
+  }
+
+  #[test]
+  fn a_number_id_matches_ours_however_it_is_spelled() {
+    for (spelled, id) in [("1.0", 1), ("2e0", 2), ("30E-1", 3), ("-0", 0), ("7", 7)] {
+      let m = classify(&format!(
+        r#"{{"jsonrpc":"2.0","id":{spelled},"result":{{}}}}"#
+      ))
+      .unwrap();
+      assert!(
+        matches!(m, Incoming::Response { id: Some(i), .. } if i == id),
+        "{spelled}"
+      );
+    }
+    for spelled in ["1.5", "-1", "1e300", r#""7""#] {
+      let m = classify(&format!(
+        r#"{{"jsonrpc":"2.0","id":{spelled},"result":{{}}}}"#
+      ))
+      .unwrap();
+      assert!(
+        matches!(m, Incoming::Response { id: None, .. }),
+        "{spelled}"
+      );
+    }
+  }
+
+  #[test]
+  fn a_repeated_key_keeps_its_last_value_as_in_json_parse() {
+    let m = classify(r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{"a":1},"result":{"a":2}}"#);
+    assert_eq!(
+      m.unwrap(),
+      Incoming::Response {
+        id: Some(2),
+        outcome: Ok(raw(r#"{"a":2}"#))
+      }
+    );
+    let m = classify(r#"{"method":null,"method":"ping","id":"s"}"#).unwrap();
+    assert!(matches!(m, Incoming::Request { method, .. } if method == "ping"));
+    let m = classify(r#"{"method":false,"method":"n"}"#).unwrap();
+    assert!(matches!(m, Incoming::Notification { method, .. } if method == "n"));
+    assert_eq!(
+      classify(r#"{"method":"n","method":false}"#),
+      Err(Skipped::NotJson)
+    );
+    let m = classify(r#"{"id":4,"error":{"code":1,"code":-32000,"message":"a","message":"b"}}"#);
+    let Ok(Incoming::Response {
+      outcome: Err(e), ..
+    }) = m
+    else {
+      panic!("{m:?}")
+    };
+    assert_eq!((e.code, e.message.as_str()), (-32000, "b"));
+  }
+
+  #[test]
+  fn error_data_null_is_kept_apart_from_no_data() {
+    let error = |frame: &str| match classify(frame) {
+      Ok(Incoming::Response {
+        outcome: Err(e), ..
+      }) => e.data,
+      other => panic!("{other:?}"),
+    };
+    let null = r#"{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m","data":null}}"#;
+    assert_eq!(error(null), Some("null".into()));
+    let none = r#"{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}"#;
+    assert_eq!(error(none), None);
   }
 
   #[test]

@@ -23,6 +23,17 @@ pub enum SseItem {
   TooLarge,
 }
 
+/// The event being read, kept as bytes until it is dispatched: decoding each line at once
+/// would turn every invalid byte into a 3-byte U+FFFD and hold up to three times the cap.
+#[derive(Default)]
+struct PendingEvent {
+  event: Option<Vec<u8>>,
+  data: Vec<u8>,
+  has_data: bool,
+  id: Option<Vec<u8>>,
+  retry: Option<u64>,
+}
+
 pub struct SseParser {
   max_event_bytes: usize,
   /// Bytes not yet split into lines.
@@ -32,8 +43,7 @@ pub struct SseParser {
   /// The previous chunk ended in CR: a leading LF in the next one belongs to it.
   skip_lf: bool,
   at_stream_start: bool,
-  event: SseEvent,
-  has_data: bool,
+  event: PendingEvent,
   event_bytes: usize,
   discarding: bool,
   /// The start of the current line was dropped (E3): its end is not an empty line.
@@ -48,12 +58,18 @@ impl SseParser {
       scanned: 0,
       skip_lf: false,
       at_stream_start: true,
-      event: SseEvent::default(),
-      has_data: false,
+      event: PendingEvent::default(),
       event_bytes: 0,
       discarding: false,
       dropping_line: false,
     }
+  }
+
+  /// Bytes held for the line and the event in progress (E3: at most `max_event_bytes` plus
+  /// a BOM's 3 bytes between pushes).
+  pub fn buffered_len(&self) -> usize {
+    let field = |f: &Option<Vec<u8>>| f.as_ref().map_or(0, Vec::len);
+    self.buffer.len() + self.event.data.len() + field(&self.event.event) + field(&self.event.id)
   }
 
   /// Feeds bytes; complete events are appended to `out`.
@@ -92,7 +108,16 @@ impl SseParser {
 
   /// A line that grows past the cap without ending is dropped now, not buffered.
   fn guard_line_length(&mut self, out: &mut Vec<SseItem>) {
-    if self.event_bytes + self.buffer.len() > self.max_event_bytes {
+    // `line` strips a BOM before counting, so a BOM (or what may yet become one) is free.
+    let bom = match self.at_stream_start {
+      true if self.buffer.starts_with(BOM) => BOM.len(),
+      true if BOM.starts_with(&self.buffer) => self.buffer.len(),
+      _ => 0,
+    };
+    let held = self.buffer.len() - bom;
+    // With nothing of a line held, what comes next may be the blank line that ends even a
+    // discarded event: it must not be dropped as the rest of a long line.
+    if held > 0 && self.event_bytes + held > self.max_event_bytes {
       if !self.discarding {
         self.discarding = true;
         out.push(SseItem::TooLarge);
@@ -101,13 +126,16 @@ impl SseParser {
       self.buffer.clear();
       self.scanned = 0;
       self.dropping_line = true;
+      // The dropped line was the first: a BOM that opens the next one is no BOM, and a line
+      // of only a BOM must not pass for the blank line that ends the event.
+      self.at_stream_start = false;
     }
   }
 
   fn line(&mut self, mut line: &[u8], out: &mut Vec<SseItem>) {
     if self.at_stream_start {
       self.at_stream_start = false;
-      line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+      line = line.strip_prefix(BOM).unwrap_or(line);
     }
     if line.is_empty() {
       self.dispatch(out);
@@ -132,19 +160,22 @@ impl SseParser {
       }
       None => (line, &b""[..]),
     };
-    let value = String::from_utf8_lossy(value);
+    let event = &mut self.event;
     match field {
       b"data" => {
-        if self.has_data {
-          self.event.data.push('\n');
+        if event.has_data {
+          event.data.push(b'\n');
         }
-        self.event.data.push_str(&value);
-        self.has_data = true;
+        event.data.extend_from_slice(value);
+        event.has_data = true;
       }
-      b"event" => self.event.event = Some(value.into_owned()),
-      b"id" if !value.contains('\0') => self.event.id = Some(value.into_owned()),
-      b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-        self.event.retry = value.parse().ok();
+      b"event" => event.event = Some(value.to_vec()),
+      b"id" if !value.contains(&0) => event.id = Some(value.to_vec()),
+      b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+        // Too large for a u64: ignored like any other bad value, not erasing a good one.
+        if let Some(ms) = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()) {
+          event.retry = Some(ms);
+        }
       }
       _ => {}
     }
@@ -152,17 +183,28 @@ impl SseParser {
 
   fn dispatch(&mut self, out: &mut Vec<SseItem>) {
     let event = std::mem::take(&mut self.event);
-    let has_data = std::mem::replace(&mut self.has_data, false);
     let discarded = std::mem::replace(&mut self.discarding, false);
     self.event_bytes = 0;
     if discarded {
       return;
     }
     // Events without data are still reported: their id and retry matter to resumption.
-    if has_data || event.id.is_some() || event.retry.is_some() {
-      out.push(SseItem::Event(event));
+    if event.has_data || event.id.is_some() || event.retry.is_some() {
+      // Lines end in ASCII, so decoding the joined data equals decoding line by line.
+      out.push(SseItem::Event(SseEvent {
+        event: event.event.map(text),
+        data: text(event.data),
+        id: event.id.map(text),
+        retry: event.retry,
+      }));
     }
   }
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn text(bytes: Vec<u8>) -> String {
+  String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[cfg(test)]
@@ -254,6 +296,59 @@ mod tests {
     let lines = "data: 0123456789\n".repeat(10) + "\ndata: ok\n\n";
     let chunks: Vec<&[u8]> = lines.as_bytes().chunks(7).collect();
     assert_eq!(parse(&chunks, 50), vec![SseItem::TooLarge, data("ok")]);
+  }
+
+  // The next five were found by the fuzz target `sse` (tests/fuzz_parsers.rs).
+
+  #[test]
+  fn the_blank_line_after_a_discarded_event_ends_it_when_it_starts_a_read() {
+    assert_eq!(
+      parse(&[b"data: 0123456789\n", b"\ndata: ok\n\n"], 16),
+      vec![SseItem::TooLarge, data("ok")]
+    );
+  }
+
+  #[test]
+  fn a_bom_does_not_count_against_the_cap() {
+    let event = |chunks: &[&[u8]]| parse(chunks, 9);
+    assert_eq!(event(&[b"\xEF\xBB\xBFdata: ab", b"\n\n"]), vec![data("ab")]);
+    assert_eq!(event(&[b"\xEF\xBB", b"\xBFdata: ab\n\n"]), vec![data("ab")]);
+  }
+
+  #[test]
+  fn after_a_dropped_first_line_a_bom_is_no_longer_stripped() {
+    let out = parse(&[b"data: 0123456789", b"\n\xEF\xBB\xBF\ndata: x\n\n"], 8);
+    assert_eq!(out, vec![SseItem::TooLarge]);
+  }
+
+  #[test]
+  fn invalid_utf8_is_held_as_bytes_and_decoded_once() {
+    let mut parser = SseParser::new(64);
+    let mut out = Vec::new();
+    parser.push(
+      b"event: \xFF\ndata: \xE2\x82\ndata: \xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF",
+      &mut out,
+    );
+    parser.push(b"\xFF\xFF\n", &mut out);
+    // Decoded now, the ten 0xFF bytes would hold 30.
+    assert!(parser.buffered_len() <= 1 + 2 + 1 + 10);
+    parser.push(b"\n", &mut out);
+    let expected = SseEvent {
+      event: Some("\u{FFFD}".into()),
+      data: format!("\u{FFFD}\n{}", "\u{FFFD}".repeat(10)),
+      ..Default::default()
+    };
+    assert_eq!(out, vec![SseItem::Event(expected)]);
+  }
+
+  #[test]
+  fn a_retry_too_large_to_hold_is_ignored() {
+    let out = parse(&[b"retry: 1500\nretry: 18446744073709551616\n\n"], 1 << 20);
+    let expected = SseEvent {
+      retry: Some(1500),
+      ..Default::default()
+    };
+    assert_eq!(out, vec![SseItem::Event(expected)]);
   }
 
   #[test]
