@@ -109,6 +109,18 @@ pub enum CallbackSlot {
 }
 
 impl Callbacks {
+  fn references(&self) -> impl Iterator<Item = sys::napi_ref> {
+    [
+      self.on_close,
+      self.on_error,
+      self.on_notification,
+      self.on_request,
+      self.on_stderr,
+    ]
+    .into_iter()
+    .flatten()
+  }
+
   fn slot(&mut self, slot: CallbackSlot) -> &mut Option<sys::napi_ref> {
     match slot {
       CallbackSlot::Close => &mut self.on_close,
@@ -225,17 +237,7 @@ impl JsSide {
     if std::mem::replace(&mut self.callbacks.weak, true) {
       return;
     }
-    let callbacks = &self.callbacks;
-    for r in [
-      callbacks.on_close,
-      callbacks.on_error,
-      callbacks.on_notification,
-      callbacks.on_request,
-      callbacks.on_stderr,
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for r in self.callbacks.references() {
       let mut count = 0;
       // SAFETY: r is a live reference created by set_callback with a count of 1.
       unsafe { sys::napi_reference_unref(self.env, r, &mut count) };
@@ -338,17 +340,7 @@ impl JsSide {
   /// The JS object is being collected: stop delivering and release the function.
   pub fn release(&mut self) {
     let js = Js::new(self.env);
-    let callbacks = std::mem::take(&mut self.callbacks);
-    for r in [
-      callbacks.on_close,
-      callbacks.on_error,
-      callbacks.on_notification,
-      callbacks.on_request,
-      callbacks.on_stderr,
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for r in std::mem::take(&mut self.callbacks).references() {
       js.delete_ref(r);
     }
     let released = self.pump.queue().tsfn.take();

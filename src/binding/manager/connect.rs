@@ -373,26 +373,5 @@ fn refresh_in_background(manager: &Rc<Manager>, js: Js, name: &str) {
   let refreshed = manager
     .this_object(js)
     .and_then(|this| call_method(js, this, "refreshServerTools", &[js.string(name)]));
-  let manager = Rc::downgrade(manager);
-  let name = name.to_string();
-  let report = move |js: Js, error: Value| {
-    if let Some(manager) = manager.upgrade() {
-      let message = js.error_message(error);
-      manager.log(
-        js,
-        "warn",
-        &format!("Failed to refresh tools of MCP server \"{name}\": {message}"),
-        &name,
-        Some(&message),
-      );
-    }
-  };
-  match refreshed {
-    Err(Thrown(error)) => report(js, error),
-    Ok(pending) => when_settled(js, pending, move |js, result| {
-      if let Err(error) = result {
-        report(js, error);
-      }
-    }),
-  }
+  manager.warn_on_failure(js, refreshed, name, "Failed to refresh tools of MCP server");
 }

@@ -105,21 +105,28 @@ impl Manager {
       return;
     }
     let written = call_method(js, cache, "set", &[js.string(name), config, definitions]);
+    self.warn_on_failure(js, written, name, "Failed to cache tools of MCP server");
+  }
+
+  /// Background work nobody awaits: a throw or a rejection becomes a `logger.warn`
+  /// `<what> "<server>": <message>`.
+  fn warn_on_failure(
+    self: &Rc<Self>,
+    js: Js,
+    work: Result<Value, Thrown>,
+    server: &str,
+    what: &'static str,
+  ) {
     let manager = Rc::downgrade(self);
-    let name = name.to_string();
+    let server = server.to_string();
     let report = move |js: Js, error: Value| {
       if let Some(manager) = manager.upgrade() {
         let message = js.error_message(error);
-        manager.log(
-          js,
-          "warn",
-          &format!("Failed to cache tools of MCP server \"{name}\": {message}"),
-          &name,
-          Some(&message),
-        );
+        let text = format!("{what} \"{server}\": {message}");
+        manager.log(js, "warn", &text, &server, Some(&message));
       }
     };
-    match written {
+    match work {
       Err(Thrown(error)) => report(js, error),
       Ok(pending) => when_settled(js, pending, move |js, result| {
         if let Err(error) = result {

@@ -24,6 +24,16 @@ fn json_of(js: Js, value: Value) -> Option<serde_json::Value> {
   serde_json::from_str(&text).ok()
 }
 
+/// The server name and the config as JSON, or the TypeError naming the bad argument (E2).
+fn entry_key(js: Js, server: JsArg, config: JsArg) -> Result<(String, serde_json::Value), Value> {
+  let server = js
+    .rust_string(server.0)
+    .ok_or_else(|| js_error::type_error(js, "The \"serverName\" argument must be a string"))?;
+  let config = json_of(js, config.0)
+    .ok_or_else(|| js_error::type_error(js, "The \"config\" argument must be an object"))?;
+  Ok((server, config))
+}
+
 fn runtime_failure(js: Js) -> Value {
   js.error(ErrorKind::Error, "The async runtime could not start")
 }
@@ -61,17 +71,9 @@ impl JsFileToolCache {
   pub fn get(&self, env: Env, server: JsArg, config: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let result = (|| {
-      let Some(server) = js.rust_string(server.0) else {
-        return js.rejected(js_error::type_error(
-          js,
-          "The \"serverName\" argument must be a string",
-        ));
-      };
-      let Some(config) = json_of(js, config.0) else {
-        return js.rejected(js_error::type_error(
-          js,
-          "The \"config\" argument must be an object",
-        ));
+      let (server, config) = match entry_key(js, server, config) {
+        Ok(key) => key,
+        Err(error) => return js.rejected(error),
       };
       let cache = self.cache.clone();
       let (deferred, promise) = js.create_promise()?;
@@ -106,17 +108,9 @@ impl JsFileToolCache {
   pub fn set(&self, env: Env, server: JsArg, config: JsArg, tools: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let result = (|| {
-      let Some(server) = js.rust_string(server.0) else {
-        return js.rejected(js_error::type_error(
-          js,
-          "The \"serverName\" argument must be a string",
-        ));
-      };
-      let Some(config) = json_of(js, config.0) else {
-        return js.rejected(js_error::type_error(
-          js,
-          "The \"config\" argument must be an object",
-        ));
+      let (server, config) = match entry_key(js, server, config) {
+        Ok(key) => key,
+        Err(error) => return js.rejected(error),
       };
       let Some(tools) = json_of(js, tools.0).filter(|t| t.is_array()) else {
         return js.rejected(js_error::type_error(
