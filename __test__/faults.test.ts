@@ -422,6 +422,7 @@ describe("HTTP faults", () => {
     const inFlight = later(t.request("hold", { ms: 300 }));
     const reset = await rejected(t.request("reset_mid_sse"));
     expect(reset.message).toMatch(new RegExp(`^fetch failed: ${url}: Connection reset by peer`));
+    expect(reset.message).not.toContain("os error");
     expect(reset.code).toBe("ECONNRESET");
     expect(notes).toEqual(["before the cut"]);
     // A FIN in the middle of a chunked body is a truncated body, not a clean end of stream.

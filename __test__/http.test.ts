@@ -352,7 +352,7 @@ describe("H10 connections and proxies", () => {
     const error: any = await t.request("initialize", init).catch((e) => e);
     expect(error).toBeInstanceOf(Error);
     expect(error.message).toContain("ECONNREFUSED");
-    expect(error.message).toContain("Connection refused");
+    expect(error.message).toMatch(/Connection refused \(ECONNREFUSED\)$/);
     expect(error.code).toBe("ECONNREFUSED");
   });
 

@@ -673,7 +673,11 @@ pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
     code.get_or_insert_with(|| "ETIMEDOUT".to_string());
   }
   let message = match &code {
-    Some(code) => format!("fetch failed: {url}: {root} ({code})"),
+    // io::Error's text ends with "(os error N)", which the errno name says again.
+    Some(code) => {
+      let root = root.split(" (os error").next().unwrap_or_default();
+      format!("fetch failed: {url}: {root} ({code})")
+    }
     None => format!("fetch failed: {url}: {root}"),
   };
   CoreError::Network { message, code }
