@@ -1,7 +1,7 @@
 // SPEC §2 (T1–T11) over stdio, against the scriptable fixture server.
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { callText, closingAfterEach, history, init, native, server, sleep } from "./helpers";
+import { callText, closingAfterEach, history, init, native, server, sleep, waitFor } from "./helpers";
 
 const { open, connect } = closingAfterEach();
 
@@ -82,6 +82,35 @@ describe("T5/T6 unsolicited messages", () => {
   it("T6: notifications without a handler are dropped", async () => {
     const t = await connect();
     await expect(callText(t, "notify_then_answer", { count: 3 })).resolves.toBe("after notifications");
+  });
+});
+
+describe("T6/T11 params as sent", () => {
+  it("T6/T11: params null reaches the handlers as null, absent params as undefined", async () => {
+    const t = await connect();
+    const notified: unknown[][] = [];
+    const asked: unknown[][] = [];
+    t.onNotification = (method, params) => notified.push([method, params]);
+    t.onRequest = (method, params) => {
+      asked.push([method, params]);
+      return {};
+    };
+    const lines = [
+      '{"jsonrpc":"2.0","method":"n/null","params":null}',
+      '{"jsonrpc":"2.0","method":"n/absent"}',
+      '{"jsonrpc":"2.0","id":"q1","method":"r/null","params":null}',
+      '{"jsonrpc":"2.0","id":"q2","method":"r/absent"}',
+    ];
+    await expect(callText(t, "send_raw", { lines })).resolves.toBe("sent");
+    await waitFor(() => asked.length === 2);
+    expect(notified).toEqual([
+      ["n/null", null],
+      ["n/absent", undefined],
+    ]);
+    expect(asked).toEqual([
+      ["r/null", null],
+      ["r/absent", undefined],
+    ]);
   });
 });
 

@@ -87,7 +87,8 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
           match field {
             EnvelopeField::Id => envelope.id = Some(map.next_value()?),
             EnvelopeField::Method => method = Some(map.next_value()?),
-            EnvelopeField::Params => envelope.params = map.next_value()?,
+            // `"params": null` reaches JS as `null`, as in the agent, not as no params.
+            EnvelopeField::Params => envelope.params = Some(map.next_value()?),
             EnvelopeField::Result => envelope.result = Some(map.next_value()?),
             EnvelopeField::Error => envelope.error = map.next_value()?,
             EnvelopeField::Other => {
@@ -463,6 +464,25 @@ mod tests {
       panic!("{m:?}")
     };
     assert_eq!((e.code, e.message.as_str()), (-32000, "b"));
+  }
+
+  #[test]
+  fn params_null_is_kept_apart_from_no_params() {
+    let params = |frame: &str| match classify(frame).unwrap() {
+      Incoming::Notification { params, .. } | Incoming::Request { params, .. } => {
+        params.map(|p| p.get().to_string())
+      }
+      other => panic!("{other:?}"),
+    };
+    assert_eq!(
+      params(r#"{"jsonrpc":"2.0","method":"n","params":null}"#),
+      Some("null".into())
+    );
+    assert_eq!(params(r#"{"jsonrpc":"2.0","method":"n"}"#), None);
+    assert_eq!(
+      params(r#"{"jsonrpc":"2.0","id":1,"method":"r","params":null}"#),
+      Some("null".into())
+    );
   }
 
   #[test]
