@@ -432,12 +432,7 @@ pub fn connect_to_server(
     when_settled(js, created, move |js, result| match result {
       Err(error) => step.fail(error),
       Ok(transport) => {
-        if step
-          .deferred
-          .take()
-          .map(|d| step.deferred.set(Some(d)))
-          .is_none()
-        {
+        if step.deferred.get().is_none() {
           // Settled already (timeout or abort while spawning): do not keep the transport.
           let _ = call_method(js, transport, "close", &[]);
           return;

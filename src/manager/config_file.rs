@@ -90,40 +90,17 @@ fn servers_of(root: Value) -> Result<Vec<(String, Value)>, String> {
 #[cfg(test)]
 mod tests {
   use super::*;
+  use crate::manager::test_dir::TempDir;
   use serde_json::json;
-  use std::sync::atomic::{AtomicU32, Ordering};
 
-  /// A fresh, empty directory, removed when dropped.
-  struct TempDir(PathBuf);
-
-  impl TempDir {
-    fn new() -> Self {
-      static NEXT: AtomicU32 = AtomicU32::new(0);
-      let dir = std::env::temp_dir().join(format!(
-        "mcp-native-config-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-      ));
-      let _ = std::fs::remove_dir_all(&dir);
-      std::fs::create_dir_all(&dir).unwrap();
-      TempDir(dir)
-    }
-
-    fn with_file(contents: &str) -> Self {
-      let dir = Self::new();
-      std::fs::write(dir.0.join(PROJECT_CONFIG_FILE), contents).unwrap();
-      dir
-    }
-  }
-
-  impl Drop for TempDir {
-    fn drop(&mut self) {
-      let _ = std::fs::remove_dir_all(&self.0);
-    }
+  fn with_file(contents: &str) -> TempDir {
+    let dir = TempDir::new("config");
+    std::fs::write(dir.0.join(PROJECT_CONFIG_FILE), contents).unwrap();
+    dir
   }
 
   fn invalid_reason(contents: &str) -> String {
-    let dir = TempDir::with_file(contents);
+    let dir = with_file(contents);
     match read_project_configs(&dir.0) {
       Err(ConfigFileError::Invalid { path, reason }) => {
         assert_eq!(path, dir.0.join(PROJECT_CONFIG_FILE));
@@ -135,7 +112,7 @@ mod tests {
 
   #[test]
   fn missing_file_means_no_servers() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("config");
     let configs = read_project_configs(&dir.0).unwrap();
     assert_eq!(configs.path, dir.0.join(".mcp.json"));
     assert!(configs.servers.is_empty());
@@ -143,7 +120,7 @@ mod tests {
 
   #[test]
   fn reads_servers_in_file_order_and_skips_disabled() {
-    let dir = TempDir::with_file(
+    let dir = with_file(
       r#"{
         "mcpServers": {
           "zeta": {"command": "z"},
@@ -172,7 +149,7 @@ mod tests {
       r#"{"mcpServers": null, "disabledServers": null}"#,
       "\u{feff}{\"other\": 1}",
     ] {
-      let dir = TempDir::with_file(contents);
+      let dir = with_file(contents);
       assert!(
         read_project_configs(&dir.0).unwrap().servers.is_empty(),
         "{contents}"
@@ -182,7 +159,7 @@ mod tests {
 
   #[test]
   fn rejects_invalid_json() {
-    let dir = TempDir::with_file("{\"mcpServers\": ");
+    let dir = with_file("{\"mcpServers\": ");
     let err = read_project_configs(&dir.0).unwrap_err();
     assert!(matches!(err, ConfigFileError::Parse { .. }));
     let prefix = format!(
@@ -216,7 +193,7 @@ mod tests {
       invalid_reason(r#"{"mcpServers": {"b": 1}, "disabledServers": ["b"]}"#),
       "server \"b\" must be an object"
     );
-    let dir = TempDir::with_file("3");
+    let dir = with_file("3");
     let err = read_project_configs(&dir.0).unwrap_err();
     let want = format!(
       "Invalid MCP config file {}: top level must be an object",
@@ -228,7 +205,7 @@ mod tests {
   #[test]
   fn reports_read_errors() {
     // A directory where the file should be cannot be read as a file.
-    let dir = TempDir::new();
+    let dir = TempDir::new("config");
     std::fs::create_dir(dir.0.join(PROJECT_CONFIG_FILE)).unwrap();
     let err = read_project_configs(&dir.0).unwrap_err();
     assert!(matches!(err, ConfigFileError::Read { .. }));

@@ -5,6 +5,8 @@
 pub mod backoff;
 pub mod config_file;
 pub mod naming;
+#[cfg(test)]
+mod test_dir;
 pub mod tool_cache;
 pub mod validation;
 pub mod value_resolution;

@@ -212,32 +212,11 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
   use super::*;
-  use std::sync::atomic::AtomicU32;
+  use crate::manager::test_dir::TempDir;
 
-  struct TempDir(PathBuf);
-
-  impl TempDir {
-    fn new() -> Self {
-      static NEXT: AtomicU32 = AtomicU32::new(0);
-      let dir = std::env::temp_dir().join(format!(
-        "mcp-native-tool-cache-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-      ));
-      let _ = fs::remove_dir_all(&dir);
-      TempDir(dir)
-    }
-
-    /// A cache in a directory that does not exist yet, so `set` has to create it.
-    fn cache(&self) -> FileToolCache {
-      FileToolCache::new(self.0.join("nested").join("tools.json"))
-    }
-  }
-
-  impl Drop for TempDir {
-    fn drop(&mut self) {
-      let _ = fs::remove_dir_all(&self.0);
-    }
+  /// A cache in a directory that does not exist yet, so `set` has to create it.
+  fn cache_in(dir: &TempDir) -> FileToolCache {
+    FileToolCache::new(dir.0.join("nested").join("tools.json"))
   }
 
   fn read_file(cache: &FileToolCache) -> Value {
@@ -276,8 +255,8 @@ mod tests {
 
   #[test]
   fn round_trip() {
-    let dir = TempDir::new();
-    let cache = dir.cache();
+    let dir = TempDir::new("tool-cache");
+    let cache = cache_in(&dir);
     let config = json!({"command": "node", "args": ["server.js"], "env": {"B": "2", "A": "1"}});
     let tools = json!([{"name": "read", "inputSchema": {"type": "object"}}]);
     assert_eq!(cache.get("fs", &config), None);
@@ -302,8 +281,8 @@ mod tests {
 
   #[test]
   fn other_config_misses_and_set_replaces() {
-    let dir = TempDir::new();
-    let cache = dir.cache();
+    let dir = TempDir::new("tool-cache");
+    let cache = cache_in(&dir);
     cache
       .set("s", &json!({"command": "a"}), &json!([1]))
       .unwrap();
@@ -317,13 +296,13 @@ mod tests {
 
   #[test]
   fn entries_expire() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("tool-cache");
     let config = json!({"url": "http://x"});
-    let cache = dir.cache().with_max_age(Duration::ZERO);
+    let cache = cache_in(&dir).with_max_age(Duration::ZERO);
     cache.set("s", &config, &json!([])).unwrap();
     assert_eq!(cache.get("s", &config), None);
 
-    let cache = dir.cache();
+    let cache = cache_in(&dir);
     let day_ms = 24 * 60 * 60 * 1000;
     let file = json!({"version": 1, "entries": {
       "old": {"configHash": config_hash(&config), "savedAt": now_ms() - 31 * day_ms, "tools": [1]},
@@ -343,8 +322,8 @@ mod tests {
 
   #[test]
   fn corrupt_file_reads_as_empty_and_is_repaired() {
-    let dir = TempDir::new();
-    let cache = dir.cache();
+    let dir = TempDir::new("tool-cache");
+    let cache = cache_in(&dir);
     let config = json!({});
     fs::create_dir_all(cache.path().parent().unwrap()).unwrap();
     for corrupt in [
@@ -370,8 +349,8 @@ mod tests {
 
   #[test]
   fn version_mismatch_misses() {
-    let dir = TempDir::new();
-    let cache = dir.cache();
+    let dir = TempDir::new("tool-cache");
+    let cache = cache_in(&dir);
     let config = json!({"command": "x"});
     cache.set("s", &config, &json!([1])).unwrap();
     let mut file = read_file(&cache);
@@ -394,12 +373,12 @@ mod tests {
 
   #[test]
   fn missing_or_unwritable_locations() {
-    let dir = TempDir::new();
-    assert_eq!(dir.cache().get("s", &json!({})), None);
+    let dir = TempDir::new("tool-cache");
+    assert_eq!(cache_in(&dir).get("s", &json!({})), None);
     // A file where the directory should be makes `set` fail rather than panic.
     fs::create_dir_all(&dir.0).unwrap();
     fs::write(dir.0.join("nested"), "").unwrap();
-    assert!(dir.cache().set("s", &json!({}), &json!([])).is_err());
+    assert!(cache_in(&dir).set("s", &json!({}), &json!([])).is_err());
     assert!(FileToolCache::new("/")
       .set("s", &json!({}), &json!([]))
       .is_err());
@@ -407,8 +386,8 @@ mod tests {
 
   #[test]
   fn concurrent_writers_keep_every_entry() {
-    let dir = TempDir::new();
-    let path = dir.cache().path().to_owned();
+    let dir = TempDir::new("tool-cache");
+    let path = cache_in(&dir).path().to_owned();
     let threads: Vec<_> = (0..8)
       .map(|t| {
         let path = path.clone();

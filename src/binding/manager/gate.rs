@@ -162,10 +162,7 @@ pub(super) fn connect_servers(
 
 impl Gate {
   fn finished(&self) -> bool {
-    let deferred = self.deferred.take();
-    let done = deferred.is_none();
-    self.deferred.set(deferred);
-    done
+    self.deferred.get().is_none()
   }
 
   fn settled(self: &Rc<Self>, js: Js, name: &str, outcome: Outcome) {

@@ -1,7 +1,7 @@
 //! M3/W6 `prepareConfig`: a copy of the config with the OAuth credential injected and
 //! every env value (stdio) or header value (http/sse) resolved; an entry that resolves to
 //! nothing is dropped. The caller's config is never touched.
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use napi::sys;
@@ -34,7 +34,7 @@ pub(super) fn prepare_config(
   }
   let (deferred, promise) = js.create_promise()?;
   let flow = Rc::new(Prepared {
-    deferred: RefCell::new(Some(deferred)),
+    deferred: Cell::new(Some(deferred)),
     copy: Held::new(js, copy),
     entries: Held::new(js, entries),
     field,
@@ -92,7 +92,7 @@ fn oauth_access(js: Js, credential: Value) -> Option<String> {
 }
 
 struct Prepared {
-  deferred: RefCell<Option<sys::napi_deferred>>,
+  deferred: Cell<Option<sys::napi_deferred>>,
   copy: Held,
   entries: Held,
   field: &'static str,
@@ -161,7 +161,7 @@ impl Prepared {
   }
 
   fn finish(&self, js: Js) {
-    let Some(deferred) = self.deferred.borrow_mut().take() else {
+    let Some(deferred) = self.deferred.take() else {
       return;
     };
     let copy = self.copy.get(js);
@@ -174,7 +174,7 @@ impl Prepared {
   }
 
   fn fail(&self, js: Js, message: &str) {
-    if let Some(deferred) = self.deferred.borrow_mut().take() {
+    if let Some(deferred) = self.deferred.take() {
       js.reject(
         deferred,
         js.error(crate::binding::js::ErrorKind::Error, message),

@@ -45,16 +45,10 @@ impl Drop for Pending {
     // A pending promise must never be left hanging: whoever drops it without settling it
     // has forgotten the server.
     if let Some(deferred) = self.deferred.take() {
-      let js = Js::new(self.promise_env());
+      let js = Js::new(self.promise.env());
       let error = js.error(ErrorKind::Error, "MCP server connection abandoned");
       js.reject(deferred, error);
     }
-  }
-}
-
-impl Pending {
-  fn promise_env(&self) -> sys::napi_env {
-    self.promise.env()
   }
 }
 

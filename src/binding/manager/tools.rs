@@ -93,7 +93,6 @@ fn default_tools(
     return Ok(tools);
   }
   let is_deferred = connection.is_none();
-  let connection = connection.map(Rc::new);
   let mut index = 0;
   for i in 0..js.array_length(definitions) {
     let definition = js.element(definitions, i)?;
