@@ -12,7 +12,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 
 /// The frames one incoming message produces: notifications first, then the response.
 fn answer(message: &Value) -> Vec<String> {
@@ -43,7 +42,8 @@ fn answer(message: &Value) -> Vec<String> {
         }
         "blob" => {
           let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
-          json!({ "content": [{ "type": "text", "text": "x".repeat(bytes) }] })
+          frames.push(blob_frame(id, bytes));
+          return frames;
         }
         "notify" => {
           let count = args.get("count").and_then(Value::as_u64).unwrap_or(0);
@@ -70,25 +70,56 @@ fn answer(message: &Value) -> Vec<String> {
   frames
 }
 
-async fn stdio() -> std::io::Result<()> {
-  let mut input = BufReader::with_capacity(1 << 20, tokio::io::stdin());
-  let mut output = BufWriter::with_capacity(1 << 20, tokio::io::stdout());
+thread_local! {
+  /// The blob text, made once per size rather than per call.
+  static XS: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// A blob's response written out directly: its text needs no escaping, and running a
+/// 10 MiB string through the serializer's escape scan would dominate the measurement.
+fn blob_frame(id: &Value, bytes: usize) -> String {
+  let head =
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#);
+  let tail = r#""}]}}"#;
+  let mut frame = String::with_capacity(head.len() + bytes + tail.len());
+  frame.push_str(&head);
+  XS.with_borrow_mut(|xs| {
+    if xs.len() < bytes {
+      *xs = "x".repeat(bytes);
+    }
+    frame.push_str(&xs[..bytes]);
+  });
+  frame.push_str(tail);
+  frame
+}
+
+/// Plain blocking I/O: tokio's stdin/stdout hand every read and write to a blocking-pool
+/// thread (and copy writes in 2 MiB pieces), which would add server time to every client's.
+fn stdio() -> std::io::Result<()> {
+  use std::io::{BufRead, Write};
+  let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+  // fd 1 itself rather than stdout's LineWriter, so a burst of notifications shares writes.
+  // SAFETY: fd 1 is open for the life of the process, and ManuallyDrop never closes it.
+  let stdout = std::mem::ManuallyDrop::new(unsafe {
+    <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
+  });
+  let mut output = std::io::BufWriter::with_capacity(1 << 20, &*stdout);
   let mut line = String::new();
   loop {
     line.clear();
-    if input.read_line(&mut line).await? == 0 {
-      return output.flush().await;
+    if input.read_line(&mut line)? == 0 {
+      return output.flush();
     }
     let Ok(message) = serde_json::from_str::<Value>(&line) else {
       continue;
     };
     for frame in answer(&message) {
-      output.write_all(frame.as_bytes()).await?;
-      output.write_all(b"\n").await?;
+      output.write_all(frame.as_bytes())?;
+      output.write_all(b"\n")?;
     }
     // Flush only when no more input is waiting, so bursts share writes.
     if input.buffer().is_empty() {
-      output.flush().await?;
+      output.flush()?;
     }
   }
 }
@@ -148,11 +179,13 @@ async fn http(sse: bool) -> std::io::Result<()> {
   }
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> std::io::Result<()> {
+fn main() -> std::io::Result<()> {
   let args: Vec<String> = std::env::args().skip(1).collect();
   match args.first().map(String::as_str) {
-    Some("http") => http(args.iter().any(|a| a == "--sse")).await,
-    _ => stdio().await,
+    Some("http") => tokio::runtime::Builder::new_current_thread()
+      .enable_all()
+      .build()?
+      .block_on(http(args.iter().any(|a| a == "--sse"))),
+    _ => stdio(),
   }
 }
