@@ -177,6 +177,32 @@ describe("S2 large results", () => {
       expect(Object.keys(result.content[0])).toEqual(["type", "text"]);
     }
   });
+
+  it("S2: a large answer read across many reads parses as JSON.parse reads it, however it is spelled", async () => {
+    const t = await connect();
+    const spelled = [
+      `{ "jsonrpc" : "2.0" , "id" : ID , "result" : { "content" : [ { "type" : "text" , "text" : "BLOB" } ] , "n" : [ -0.5e3 , 0 , 1E2 , -0 , 18446744073709551617 , true , false , null , [ ] , { } ] , "dup" : 1 , "dup" : 2 , "" : "" } }`,
+      `{"result":{"text":"BLOB","id":"inner"},"jsonrpc":"2.0","error":null,"id":ID}`,
+      `{"jsonrpc":"2.0","id":ID,"result":{"text":"BLOB",	"tab":"outside strings"}}`,
+      `{"jsonrpc":"2.0","id":ID,"result":{"text":"BLOB","escaped":"a\\b\u00e9"}}`,
+      `{"jsonrpc":"2.0","id":ID,"result":["BLOB",{"deep":${"[".repeat(80)}${"]".repeat(80)}}]}`,
+    ];
+    for (const line of spelled) {
+      const bytes = 2 << 20;
+      const result = await t.request<any>("tools/call", { name: "spelled_line", arguments: { line, bytes, piece: 300_000 } });
+      const expected = JSON.parse(line.replace("ID", "0").replace("BLOB", "x".repeat(bytes))).result;
+      expect(JSON.stringify(result) === JSON.stringify(expected), line).toBe(true);
+    }
+    const error = `{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"BLOB"}}`;
+    const failed = t.request("tools/call", { name: "spelled_line", arguments: { line: error, bytes: 2 << 20, piece: 300_000 } });
+    await expect(failed).rejects.toThrow(/^MCP error -32000: x{1000}/);
+    const notices: unknown[] = [];
+    t.onNotification = (method, params) => notices.push({ method, params });
+    const notice = `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"BLOB"}}`;
+    const after = await callText(t, "spelled_line", { line: notice, bytes: 2 << 20, piece: 300_000, then: "after" });
+    expect(after).toBe("after");
+    expect(notices).toEqual([{ method: "notifications/message", params: { data: "x".repeat(2 << 20) } }]);
+  });
 });
 
 describe("S7 writes", () => {

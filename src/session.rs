@@ -12,7 +12,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CoreError;
+use crate::protocol::line_scan::LineScan;
 use crate::protocol::message::{self, Incoming, RpcError};
+use crate::protocol::tree;
 
 /// What the JS side is told, in the order it must see it (T3).
 #[derive(Debug)]
@@ -30,7 +32,7 @@ pub enum Event {
   /// `message::prefers_tree`).
   SettledTree {
     ticket: u64,
-    result: crate::protocol::tree::ResultTree,
+    result: tree::ResultTree,
   },
   /// T11: a server request that needs the JS `onRequest` handler.
   ServerRequest {
@@ -290,10 +292,32 @@ impl Session {
   }
 
   /// One line from the server, kept whole so a large result's strings can point into it.
-  pub fn handle_line(&self, line: bytes::Bytes) {
+  /// `scan` is what the framer learned of it while it arrived, if it was long.
+  pub fn handle_line(&self, line: bytes::Bytes, scan: Option<LineScan>) {
+    let quotes = scan
+      .as_ref()
+      .filter(|scan| scan.len() == line.len() && scan.prefers_tree())
+      .and_then(LineScan::quotes);
+    if let Some(quotes) = quotes {
+      if !self.is_connected() {
+        return;
+      }
+      if let Some((id, result)) = tree::parse_plain_response(line.clone(), quotes) {
+        self.settle_tree(id, result);
+        return;
+      }
+    }
     // S3: a line that is not UTF-8 is not JSON either: skipped.
     if let Ok(text) = std::str::from_utf8(&line) {
       self.handle(text, Some(&line));
+    }
+  }
+
+  fn settle_tree(&self, id: u64, result: tree::ResultTree) {
+    let pending = self.state().pending.remove(&id);
+    if let Some(pending) = pending {
+      pending.stop_timer();
+      self.events.emit(Event::SettledTree { ticket: id, result });
     }
   }
 
@@ -306,12 +330,8 @@ impl Session {
       let owned = owner
         .cloned()
         .unwrap_or_else(|| bytes::Bytes::copy_from_slice(frame.as_bytes()));
-      if let Some((id, result)) = crate::protocol::tree::parse_response(owned) {
-        let pending = self.state().pending.remove(&id);
-        if let Some(pending) = pending {
-          pending.stop_timer();
-          self.events.emit(Event::SettledTree { ticket: id, result });
-        }
+      if let Some((id, result)) = tree::parse_response(owned) {
+        self.settle_tree(id, result);
         return;
       }
     }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mcp_native::protocol::framing::{Frame, LineFramer};
+use mcp_native::protocol::line_scan::LineScan;
 use mcp_native::protocol::message::{self, Incoming, RpcError};
 use mcp_native::protocol::parse_sse;
 use mcp_native::protocol::sse::{SseEvent, SseItem, SseParser};
@@ -136,12 +137,17 @@ fn split<'a>(bytes: &'a [u8], cuts: &[Index]) -> Vec<&'a [u8]> {
 
 /// Any JSON value; integers and short strings are where the edge cases are.
 fn json_value() -> impl Strategy<Value = Value> {
+  json_value_of(prop_oneof![Just(String::new()), any::<String>()].boxed())
+}
+
+/// Any JSON value whose strings come from `strings`.
+fn json_value_of(strings: BoxedStrategy<String>) -> impl Strategy<Value = Value> {
   let leaf = prop_oneof![
     Just(Value::Null),
     any::<bool>().prop_map(Value::Bool),
     prop_oneof![Just(0i64), Just(-1), any::<i64>()].prop_map(Value::from),
-    prop_oneof![Just(0.0f64), Just(-0.0), -1e9f64..1e9].prop_map(Value::from),
-    prop_oneof![Just(String::new()), any::<String>()].prop_map(Value::String),
+    prop_oneof![Just(0.0f64), Just(-0.0), -1e9f64..1e9, any::<f64>()].prop_map(Value::from),
+    strings.prop_map(Value::String),
   ];
   leaf.prop_recursive(3, 24, 4, |inner| {
     prop_oneof![
@@ -214,20 +220,55 @@ fn framer_model(bytes: &[u8], max: usize) -> Vec<Frame> {
   lines.into_iter().map(frame).collect()
 }
 
-/// Reads `chunks` as the stdio reader does, checking E3's bound after every read.
+/// The quote offsets a `LineScan` of `line` must report, if it reports any.
+fn quote_offsets(line: &[u8]) -> Option<Vec<usize>> {
+  let printable = line.iter().all(|b| (0x20..0x80).contains(b) && *b != b'\\');
+  let quotes: Vec<usize> = (0..line.len()).filter(|&i| line[i] == b'"').collect();
+  (printable && quotes.len() <= 1 << 16).then_some(quotes)
+}
+
+/// A scan the framer hands out must describe its line exactly (the line plus a cut `\r`).
+fn check_line_scan(line: &[u8], scan: &LineScan) -> TestCaseResult {
+  let scanned = if scan.len() == line.len() + 1 {
+    [line, b"\r"].concat()
+  } else {
+    line.to_vec()
+  };
+  prop_assert_eq!(scan.len(), scanned.len(), "scan length of {:?}", line);
+  prop_assert_eq!(
+    scan.quotes().map(<[usize]>::to_vec),
+    quote_offsets(&scanned)
+  );
+  prop_assert_eq!(scan.is_ascii(), scanned.is_ascii());
+  Ok(())
+}
+
+/// Reads `chunks` as the stdio reader does, checking E3's bound after every read, and every
+/// line scan against the line it came with.
 fn run_framer(chunks: &[&[u8]], max: usize) -> Result<Vec<Frame>, TestCaseError> {
-  let mut framer = LineFramer::new(max);
+  let mut framer = LineFramer::new(max).scanning_from(max / 4);
   let mut frames = Vec::new();
+  let mut take = |frame: Frame, framer: &mut LineFramer| {
+    if let (Frame::Line(line), Some(scan)) = (&frame, framer.take_line_scan()) {
+      check_line_scan(line, &scan)?;
+    }
+    frames.push(frame);
+    Ok::<(), TestCaseError>(())
+  };
   for chunk in chunks {
     framer.buffer.extend_from_slice(chunk);
-    frames.extend(std::iter::from_fn(|| framer.next_frame()));
+    while let Some(frame) = framer.next_frame() {
+      take(frame, &mut framer)?;
+    }
     prop_assert!(
       framer.buffered_len() <= max + 1,
       "holds {} bytes with a cap of {max}",
       framer.buffered_len()
     );
   }
-  frames.extend(std::iter::from_fn(|| framer.finish()));
+  while let Some(frame) = framer.finish() {
+    take(frame, &mut framer)?;
+  }
   prop_assert_eq!(framer.buffered_len(), 0);
   Ok(frames)
 }
@@ -700,6 +741,81 @@ fn check_tree(text: &str) -> TestCaseResult {
   }
 }
 
+/// The plain parser (strings read off the scan's quote index) never accepts what serde
+/// refuses, and reads what it accepts as the general tree path does.
+fn check_plain_tree(text: &str, chunks: &[&[u8]]) -> TestCaseResult {
+  let mut scan = LineScan::default();
+  for chunk in chunks {
+    scan.feed(chunk);
+  }
+  check_line_scan(text.as_bytes(), &scan)?;
+  let Some(quotes) = scan.quotes() else {
+    return Ok(());
+  };
+  let frame = Bytes::copy_from_slice(text.as_bytes());
+  let Some((id, plain)) = tree::parse_plain_response(frame.clone(), quotes) else {
+    return Ok(());
+  };
+  let Some((general_id, general)) = tree::parse_response(frame) else {
+    return Err(TestCaseError::fail(format!(
+      "the plain parser read {text:?}, serde refused it"
+    )));
+  };
+  prop_assert_eq!(id, general_id);
+  prop_assert_eq!(
+    tree_value(&plain, &plain.root),
+    tree_value(&general, &general.root)
+  );
+  Ok(())
+}
+
+/// Printable-ASCII JSON: the plain parser's input, whole or with a few bytes changed.
+fn plain_text() -> impl Strategy<Value = String> {
+  let string = "[ !#-\\[\\]-~]{0,8}";
+  let value = json_value_of(string.boxed());
+  let envelope = (any::<u16>(), value)
+    .prop_map(|(id, result)| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#));
+  let edits = prop::collection::vec((any::<Index>(), prop::sample::select(PLAIN_TOKENS)), 0..3);
+  (envelope, edits).prop_map(|(mut text, edits)| {
+    for (at, token) in edits {
+      let at = at.index(text.len() + 1);
+      text.insert_str(at, token);
+    }
+    text
+  })
+}
+
+const PLAIN_TOKENS: &[&str] = &[
+  " ",
+  "\"",
+  ",",
+  ":",
+  "{",
+  "}",
+  "[",
+  "]",
+  "-",
+  "0",
+  "1",
+  ".",
+  "e",
+  "E+",
+  "true",
+  "nul",
+  r#""id":"#,
+  r#""result":"#,
+  r#""method":"m","#,
+  r#""error":null,"#,
+  "1e999",
+];
+
+#[test]
+fn plain_tree() {
+  fuzz("plain_tree", (plain_text(), cuts()), |(text, cuts)| {
+    check_plain_tree(&text, &split(text.as_bytes(), &cuts))
+  });
+}
+
 #[test]
 fn classify() {
   let text = prop_oneof![
@@ -1143,6 +1259,7 @@ fn seed_corpus_replays() {
     for line in text.split(['\n', '\r']) {
       check_classified(line).unwrap_or_else(|e| panic!("{name}: {e}"));
       check_tree(line).unwrap_or_else(|e| panic!("{name}: {e}"));
+      check_plain_tree(line, &[line.as_bytes()]).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     assert_eq!(parse_sse(&text), j1_model(&text), "{name}");
   }

@@ -598,11 +598,21 @@ fn fire_closed(js: Js, side: &Shared) {
 /// Big ASCII strings become external strings over the frame (or the unescaped text) where
 /// the runtime offers them, so the megabytes are not copied again on the JS thread.
 fn build_tree(js: Js, tree: &mut ResultTree) -> Result<Value, Thrown> {
-  let frame = tree.frame.clone();
+  let frame = Frame {
+    bytes: tree.frame.clone(),
+    ascii: tree.ascii,
+  };
   build_node(js, &frame, &mut tree.root)
 }
 
-fn build_node(js: Js, frame: &Bytes, node: &mut Node) -> Result<Value, Thrown> {
+/// The frame a tree's strings are cut from.
+struct Frame {
+  bytes: Bytes,
+  /// Known to be all ASCII, so its slices need no check before becoming Latin-1 strings.
+  ascii: bool,
+}
+
+fn build_node(js: Js, frame: &Frame, node: &mut Node) -> Result<Value, Thrown> {
   Ok(match node {
     Node::Null => js.null(),
     Node::Bool(b) => js.boolean(*b),
@@ -626,11 +636,11 @@ fn build_node(js: Js, frame: &Bytes, node: &mut Node) -> Result<Value, Thrown> {
   })
 }
 
-fn build_text(js: Js, frame: &Bytes, text: &mut Text) -> Value {
+fn build_text(js: Js, frame: &Frame, text: &mut Text) -> Value {
   match text {
     Text::Slice { start, len } => {
-      let bytes = frame.slice(*start..*start + *len);
-      if bytes.len() >= EXTERNAL_STRING_BYTES && bytes.is_ascii() {
+      let bytes = frame.bytes.slice(*start..*start + *len);
+      if bytes.len() >= EXTERNAL_STRING_BYTES && (frame.ascii || bytes.is_ascii()) {
         return js.external_latin1(bytes);
       }
       js.string(std::str::from_utf8(&bytes).unwrap_or(""))

@@ -7,6 +7,11 @@
 //! 10 MiB message each cost more than the rest of our reading (measured with the bench).
 use bytes::{Buf, Bytes, BytesMut};
 
+use super::line_scan::LineScan;
+
+/// A line still incomplete at this length is scanned as the rest of it arrives.
+pub const SCAN_FROM_BYTES: usize = 256 * 1024;
+
 /// What one decode step yields.
 #[derive(Debug, PartialEq)]
 pub enum Frame {
@@ -25,6 +30,11 @@ pub struct LineFramer {
   scanned: usize,
   /// Inside an oversized line: drop bytes up to its newline.
   discarding: bool,
+  scan_from: usize,
+  /// The scan of the long line being read.
+  scan: Option<LineScan>,
+  /// The scan of the line `next_frame` returned last, if it was long enough to get one.
+  finished_scan: Option<LineScan>,
 }
 
 impl LineFramer {
@@ -34,7 +44,22 @@ impl LineFramer {
       buffer: BytesMut::with_capacity(64 * 1024),
       scanned: 0,
       discarding: false,
+      scan_from: SCAN_FROM_BYTES,
+      scan: None,
+      finished_scan: None,
     }
+  }
+
+  /// Scan incomplete lines from this length on, instead of `SCAN_FROM_BYTES`.
+  pub fn scanning_from(mut self, bytes: usize) -> Self {
+    self.scan_from = bytes;
+    self
+  }
+
+  /// What was learned of the line just returned while it arrived (see `LineScan`); `None`
+  /// for lines that came in one piece. Covers the line's bytes plus any `\r` cut from it.
+  pub fn take_line_scan(&mut self) -> Option<LineScan> {
+    self.finished_scan.take()
   }
 
   /// Bytes held between reads (E3: at most `max_bytes` + 1 once `next_frame` returns `None`).
@@ -44,10 +69,15 @@ impl LineFramer {
 
   /// The next complete frame in the buffer, if any. Call until `None` after each read.
   pub fn next_frame(&mut self) -> Option<Frame> {
+    self.finished_scan = None;
     loop {
       match memchr::memchr(b'\n', &self.buffer[self.scanned..]) {
         Some(offset) => {
           let end = self.scanned + offset;
+          if let Some(scan) = &mut self.scan {
+            scan.feed(&self.buffer[self.scanned..end]);
+          }
+          self.finished_scan = self.scan.take();
           self.scanned = 0;
           if self.discarding {
             self.buffer.advance(end + 1);
@@ -60,6 +90,7 @@ impl LineFramer {
             line.truncate(end - 1);
           }
           if line.len() > self.max_bytes {
+            self.finished_scan = None;
             return Some(Frame::TooLarge);
           }
           return Some(Frame::Line(line.freeze()));
@@ -67,6 +98,7 @@ impl LineFramer {
         None if self.discarding => {
           self.buffer.clear();
           self.scanned = 0;
+          self.scan = None;
           return None;
         }
         // A trailing CR may start the CRLF that ends a line of exactly `max_bytes`.
@@ -77,9 +109,17 @@ impl LineFramer {
           self.buffer.clear();
           self.scanned = 0;
           self.discarding = true;
+          self.scan = None;
           return Some(Frame::TooLarge);
         }
         None => {
+          if self.buffer.len() >= self.scan_from {
+            let new = if self.scan.is_some() { self.scanned } else { 0 };
+            self
+              .scan
+              .get_or_insert_with(LineScan::default)
+              .feed(&self.buffer[new..]);
+          }
           self.scanned = self.buffer.len();
           return None;
         }
@@ -157,6 +197,34 @@ mod tests {
     assert_eq!(f.finish(), Some(line("01234567")));
     let mut f = LineFramer::new(8);
     assert_eq!(feed(&mut f, b"012345678\r"), vec![Frame::TooLarge]);
+  }
+
+  #[test]
+  fn a_long_line_is_scanned_as_it_arrives_and_a_short_one_is_not() {
+    let mut f = LineFramer::new(1 << 24);
+    let text = format!(r#"{{"text":"{}"}}"#, "x".repeat(SCAN_FROM_BYTES * 3));
+    let mut out = Vec::new();
+    for chunk in text.as_bytes().chunks(100_000) {
+      out.extend(feed(&mut f, chunk));
+    }
+    assert!(out.is_empty() && f.take_line_scan().is_none());
+    assert_eq!(feed(&mut f, b"\r\n{}\n").len(), 2);
+    assert_eq!(feed(&mut f, b""), vec![]);
+    let mut f2 = LineFramer::new(1 << 24);
+    f2.buffer.extend_from_slice(text.as_bytes());
+    f2.buffer.extend_from_slice(b"\r\n{}\n");
+    assert!(f2.next_frame().is_some() && f2.take_line_scan().is_none());
+
+    for chunk in text.as_bytes().chunks(100_000) {
+      assert_eq!(feed(&mut f, chunk), vec![]);
+    }
+    f.buffer.extend_from_slice(b"\n{}\n");
+    assert!(matches!(f.next_frame(), Some(Frame::Line(l)) if l.len() == text.len()));
+    let scan = f.take_line_scan().expect("a scan of the long line");
+    assert_eq!(scan.len(), text.len());
+    assert_eq!(scan.quotes(), Some(&[1, 6, 8, text.len() - 2][..]));
+    assert_eq!(f.next_frame(), Some(line("{}")));
+    assert!(f.take_line_scan().is_none());
   }
 
   #[test]

@@ -216,8 +216,8 @@ async fn read_frames(
   session: Arc<Session>,
 ) -> Option<io::Error> {
   let mut framer = LineFramer::new(max_message_bytes);
-  let deliver = |frame: Frame| match frame {
-    Frame::Line(line) => session.handle_line(line),
+  let deliver = |frame: Frame, framer: &mut LineFramer| match frame {
+    Frame::Line(line) => session.handle_line(line, framer.take_line_scan()),
     Frame::TooLarge => session
       .events()
       .emit(Event::Error(CoreError::MessageTooLarge {
@@ -229,13 +229,13 @@ async fn read_frames(
     match stdout.read_buf(&mut framer.buffer).await {
       Ok(0) => {
         while let Some(frame) = framer.finish() {
-          deliver(frame);
+          deliver(frame, &mut framer);
         }
         return None;
       }
       Ok(_) => {
         while let Some(frame) = framer.next_frame() {
-          deliver(frame);
+          deliver(frame, &mut framer);
         }
       }
       Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
