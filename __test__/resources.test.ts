@@ -160,6 +160,29 @@ describe("E4 open/close cycles", () => {
     for (let i = 0; i < 5 && finalized < count; i++) await collect();
     expect(finalized, `closed transports collected, of ${count}`).toBe(count);
   });
+
+  it("E4: large results the caller drops are collected without an explicit GC (40 × 8 MiB, RSS grows < 160 MiB)", { timeout: 60_000 }, async () => {
+    const t = await native.createStdioTransport({ command: process.execPath, args: [server] });
+    try {
+      await t.request("initialize", init);
+      const bytes = 8 << 20;
+      await t.request("tools/call", { name: "big", arguments: { bytes } });
+      await collect();
+      const before = rssBytes();
+      let peak = before;
+      for (let i = 0; i < 40; i++) {
+        const result = await t.request<any>("tools/call", { name: "big", arguments: { bytes } });
+        expect(result.content[0].text.length).toBe(bytes);
+        peak = Math.max(peak, rssBytes());
+      }
+      console.log(`[figures] 40 × 8 MiB results dropped: RSS ${mib(before)} → peak ${mib(peak)} MiB`);
+      // The strings live outside the V8 heap; unless the engine is told what they hold, nothing
+      // prompts a collection and all 320 MiB stay.
+      expect(peak - before).toBeLessThan(160 << 20);
+    } finally {
+      await t.close();
+    }
+  });
 });
 
 // ---- process hygiene ----

@@ -41,9 +41,50 @@ fn external_latin1_function() -> Option<CreateExternalLatin1> {
   None
 }
 
-unsafe extern "C" fn release_external(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+unsafe extern "C" fn release_external(env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
   // SAFETY: hint is the Box<Bytes> leaked in external_latin1, released exactly once.
-  drop(unsafe { Box::from_raw(hint.cast::<Bytes>()) });
+  let text = unsafe { Box::from_raw(hint.cast::<Bytes>()) };
+  external_memory::released(env, text.len());
+  // Unmapping megabytes takes a while; a collection on the JS thread should not wait for it.
+  match crate::runtime::handle() {
+    Some(runtime) => drop(runtime.spawn_blocking(move || drop(text))),
+    None => drop(text),
+  }
+}
+
+/// What external strings hold, told to the engine so that it collects them as eagerly as the
+/// strings it copies itself: otherwise a string of ours weighs nothing to the GC, and dropped
+/// multi-megabyte results pile up until something else triggers a collection.
+mod external_memory {
+  use std::collections::HashMap;
+  use std::sync::Mutex;
+
+  use napi::sys;
+
+  /// Bytes freed per env since its last report. Finalizers may run inside a collection, so
+  /// they only note the release; the next report, from ordinary JS-thread code, includes it.
+  static RELEASED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+
+  pub fn released(env: sys::napi_env, bytes: usize) {
+    if let Ok(mut released) = RELEASED.lock() {
+      *released
+        .get_or_insert_with(HashMap::new)
+        .entry(env as usize)
+        .or_default() += bytes;
+    }
+  }
+
+  pub fn adopted(env: sys::napi_env, bytes: usize) {
+    let freed = RELEASED
+      .lock()
+      .ok()
+      .and_then(|mut released| released.as_mut()?.remove(&(env as usize)))
+      .unwrap_or(0);
+    let change = bytes as i64 - freed as i64;
+    let mut total = 0;
+    // SAFETY: called on the JS thread of a live env, outside any finalizer.
+    unsafe { sys::napi_adjust_external_memory(env, change, &mut total) };
+  }
 }
 
 /// An exception thrown by JS code we called (or by the engine).
@@ -184,6 +225,8 @@ impl Js {
       if status != sys::Status::napi_ok {
         return self.string(std::str::from_utf8(&text).unwrap_or(""));
       }
+    } else {
+      external_memory::adopted(self.env, len);
     }
     value
   }
