@@ -246,7 +246,7 @@ fn check_line_scan(line: &[u8], scan: &LineScan) -> TestCaseResult {
 /// Reads `chunks` as the stdio reader does, checking E3's bound after every read, and every
 /// line scan against the line it came with.
 fn run_framer(chunks: &[&[u8]], max: usize) -> Result<Vec<Frame>, TestCaseError> {
-  let mut framer = LineFramer::new(max).scanning_from(max / 4);
+  let mut framer = LineFramer::new(max).long_lines_from(max / 4);
   let mut frames = Vec::new();
   let mut take = |frame: Frame, framer: &mut LineFramer| {
     if let (Frame::Line(line), Some(scan)) = (&frame, framer.take_line_scan()) {

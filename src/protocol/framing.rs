@@ -1,16 +1,19 @@
 //! S2/E3: newline-delimited frames with a byte cap. An oversized line is discarded up to its
 //! newline and reported once; the stream goes on. Lines are handed out without copying
-//! (a 10 MiB line is a slice of the read buffer, not a second 10 MiB allocation).
+//! them again: a short line is a slice of the read buffer; a long one (see `LONG_LINE_BYTES`)
+//! moves, as it arrives, into a `LineRegion` of its own that becomes the line, and is
+//! scanned on the way (`LineScan`), so once its newline comes little work is left.
 //!
 //! Written here rather than taken from tokio-util: `LinesCodec` copies every line into a
 //! new `String`, and `AnyDelimiterCodec` looks for the delimiter a byte at a time; on a
 //! 10 MiB message each cost more than the rest of our reading (measured with the bench).
 use bytes::{Buf, Bytes, BytesMut};
 
+use super::line_region::LineRegion;
 use super::line_scan::LineScan;
 
-/// A line still incomplete at this length is scanned as the rest of it arrives.
-pub const SCAN_FROM_BYTES: usize = 256 * 1024;
+/// A line still incomplete at this length becomes a long line.
+pub const LONG_LINE_BYTES: usize = 256 * 1024;
 
 /// What one decode step yields.
 #[derive(Debug, PartialEq)]
@@ -25,16 +28,28 @@ pub enum Frame {
 /// data, so a server that never sends a newline cannot grow memory without bound.
 pub struct LineFramer {
   max_bytes: usize,
+  /// Where reads land. Inside a long line it only holds the latest read.
   pub buffer: BytesMut,
   /// How much of `buffer` is known to hold no newline.
   scanned: usize,
   /// Inside an oversized line: drop bytes up to its newline.
   discarding: bool,
-  scan_from: usize,
-  /// The scan of the long line being read.
-  scan: Option<LineScan>,
-  /// The scan of the line `next_frame` returned last, if it was long enough to get one.
+  long_from: usize,
+  long: Option<LongLine>,
+  /// The scan of the line `next_frame` returned last, if it was a long line.
   finished_scan: Option<LineScan>,
+}
+
+struct LongLine {
+  region: LineRegion,
+  scan: LineScan,
+}
+
+impl LongLine {
+  fn append(&mut self, bytes: &[u8]) {
+    self.region.extend(bytes);
+    self.scan.feed(bytes);
+  }
 }
 
 impl LineFramer {
@@ -44,40 +59,39 @@ impl LineFramer {
       buffer: BytesMut::with_capacity(64 * 1024),
       scanned: 0,
       discarding: false,
-      scan_from: SCAN_FROM_BYTES,
-      scan: None,
+      long_from: LONG_LINE_BYTES,
+      long: None,
       finished_scan: None,
     }
   }
 
-  /// Scan incomplete lines from this length on, instead of `SCAN_FROM_BYTES`.
-  pub fn scanning_from(mut self, bytes: usize) -> Self {
-    self.scan_from = bytes;
+  /// Treat incomplete lines as long from this length on, instead of `LONG_LINE_BYTES`.
+  pub fn long_lines_from(mut self, bytes: usize) -> Self {
+    self.long_from = bytes.max(1);
     self
   }
 
   /// What was learned of the line just returned while it arrived (see `LineScan`); `None`
-  /// for lines that came in one piece. Covers the line's bytes plus any `\r` cut from it.
+  /// for lines that were never long. Covers the line's bytes plus any `\r` cut from it.
   pub fn take_line_scan(&mut self) -> Option<LineScan> {
     self.finished_scan.take()
   }
 
   /// Bytes held between reads (E3: at most `max_bytes` + 1 once `next_frame` returns `None`).
   pub fn buffered_len(&self) -> usize {
-    self.buffer.len()
+    self.buffer.len() + self.long.as_ref().map_or(0, |long| long.region.len())
   }
 
   /// The next complete frame in the buffer, if any. Call until `None` after each read.
   pub fn next_frame(&mut self) -> Option<Frame> {
     self.finished_scan = None;
+    if self.long.is_some() {
+      return self.next_long_frame();
+    }
     loop {
       match memchr::memchr(b'\n', &self.buffer[self.scanned..]) {
         Some(offset) => {
           let end = self.scanned + offset;
-          if let Some(scan) = &mut self.scan {
-            scan.feed(&self.buffer[self.scanned..end]);
-          }
-          self.finished_scan = self.scan.take();
           self.scanned = 0;
           if self.discarding {
             self.buffer.advance(end + 1);
@@ -90,7 +104,6 @@ impl LineFramer {
             line.truncate(end - 1);
           }
           if line.len() > self.max_bytes {
-            self.finished_scan = None;
             return Some(Frame::TooLarge);
           }
           return Some(Frame::Line(line.freeze()));
@@ -98,28 +111,26 @@ impl LineFramer {
         None if self.discarding => {
           self.buffer.clear();
           self.scanned = 0;
-          self.scan = None;
           return None;
         }
-        // A trailing CR may start the CRLF that ends a line of exactly `max_bytes`.
-        None
-          if self.buffer.len() - usize::from(self.buffer.last() == Some(&b'\r'))
-            > self.max_bytes =>
-        {
+        None if self.over_cap(self.buffer.len(), self.buffer.last() == Some(&b'\r')) => {
           self.buffer.clear();
           self.scanned = 0;
           self.discarding = true;
-          self.scan = None;
           return Some(Frame::TooLarge);
         }
+        None if self.buffer.len() >= self.long_from => {
+          let mut long = LongLine {
+            region: LineRegion::new(self.max_bytes + 1),
+            scan: LineScan::default(),
+          };
+          long.append(&self.buffer);
+          self.buffer.clear();
+          self.scanned = 0;
+          self.long = Some(long);
+          return None;
+        }
         None => {
-          if self.buffer.len() >= self.scan_from {
-            let new = if self.scan.is_some() { self.scanned } else { 0 };
-            self
-              .scan
-              .get_or_insert_with(LineScan::default)
-              .feed(&self.buffer[new..]);
-          }
           self.scanned = self.buffer.len();
           return None;
         }
@@ -127,13 +138,59 @@ impl LineFramer {
     }
   }
 
+  /// A line without its newline yet is over the cap. A trailing CR may start the CRLF that
+  /// ends a line of exactly `max_bytes`.
+  fn over_cap(&self, len: usize, ends_in_cr: bool) -> bool {
+    len - usize::from(ends_in_cr) > self.max_bytes
+  }
+
+  /// `next_frame` inside a long line: the latest read joins the line's region.
+  fn next_long_frame(&mut self) -> Option<Frame> {
+    let newline = memchr::memchr(b'\n', &self.buffer);
+    let take = newline.unwrap_or(self.buffer.len());
+    let region = &self.long.as_ref()?.region;
+    let held = region.len() + take;
+    let last = match take {
+      0 => region.as_ref().last(),
+      _ => self.buffer.get(take - 1),
+    };
+    let ends_in_cr = last == Some(&b'\r');
+    if self.over_cap(held, ends_in_cr) {
+      self.long = None;
+      match newline {
+        Some(end) => self.buffer.advance(end + 1),
+        None => {
+          self.buffer.clear();
+          self.discarding = true;
+        }
+      }
+      return Some(Frame::TooLarge);
+    }
+    let mut long = self.long.take()?;
+    long.append(&self.buffer[..take]);
+    let Some(end) = newline else {
+      self.buffer.clear();
+      self.long = Some(long);
+      return None;
+    };
+    self.buffer.advance(end + 1);
+    self.finished_scan = Some(long.scan);
+    let line = Bytes::from_owner(long.region);
+    Some(Frame::Line(line.slice(..held - usize::from(ends_in_cr))))
+  }
+
   /// At end of input: a last line without a trailing newline still counts.
   pub fn finish(&mut self) -> Option<Frame> {
     if let Some(frame) = self.next_frame() {
       return Some(frame);
     }
-    if self.discarding || self.buffer.is_empty() || self.buffer[..] == b"\r"[..] {
+    let pending = match &self.long {
+      Some(long) => long.region.as_ref(),
+      None => &self.buffer[..],
+    };
+    if self.discarding || pending.is_empty() || pending == b"\r" {
       self.buffer.clear();
+      self.long = None;
       return None;
     }
     self.buffer.extend_from_slice(b"\n");
@@ -202,7 +259,7 @@ mod tests {
   #[test]
   fn a_long_line_is_scanned_as_it_arrives_and_a_short_one_is_not() {
     let mut f = LineFramer::new(1 << 24);
-    let text = format!(r#"{{"text":"{}"}}"#, "x".repeat(SCAN_FROM_BYTES * 3));
+    let text = format!(r#"{{"text":"{}"}}"#, "x".repeat(LONG_LINE_BYTES * 3));
     let mut out = Vec::new();
     for chunk in text.as_bytes().chunks(100_000) {
       out.extend(feed(&mut f, chunk));
