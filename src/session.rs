@@ -296,8 +296,8 @@ impl Session {
   pub fn handle_line(&self, line: bytes::Bytes, scan: Option<LineScan>) {
     let quotes = scan
       .as_ref()
-      .filter(|scan| scan.len() == line.len() && scan.prefers_tree())
-      .and_then(LineScan::quotes);
+      .filter(|scan| scan.len() == line.len())
+      .and_then(LineScan::plain_tree_quotes);
     if let Some(quotes) = quotes {
       if !self.is_connected() {
         return;

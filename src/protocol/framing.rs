@@ -146,9 +146,10 @@ impl LineFramer {
 
   /// `next_frame` inside a long line: the latest read joins the line's region.
   fn next_long_frame(&mut self) -> Option<Frame> {
-    let newline = memchr::memchr(b'\n', &self.buffer);
+    let long = self.long.as_mut()?;
+    let newline = long.scan.feed_to_newline(&self.buffer);
     let take = newline.unwrap_or(self.buffer.len());
-    let region = &self.long.as_ref()?.region;
+    let region = &long.region;
     let held = region.len() + take;
     let last = match take {
       0 => region.as_ref().last(),
@@ -167,7 +168,7 @@ impl LineFramer {
       return Some(Frame::TooLarge);
     }
     let mut long = self.long.take()?;
-    long.append(&self.buffer[..take]);
+    long.region.extend(&self.buffer[..take]);
     let Some(end) = newline else {
       self.buffer.clear();
       self.long = Some(long);

@@ -9,12 +9,11 @@ const MAX_QUOTES: usize = 1 << 16;
 #[derive(Debug, Clone)]
 pub struct LineScan {
   len: usize,
-  min: u8,
-  max: u8,
   /// `{`, `[` and `,`: how much structure the line has per byte.
   structure: usize,
-  /// Offsets of every `"`; `None` once there was a backslash (strings need unescaping) or
-  /// more than `MAX_QUOTES` quotes.
+  /// Offsets of every `"`, while the line is plain: printable ASCII without a backslash (so
+  /// every string is the bytes between two quotes), with at most `MAX_QUOTES` quotes. Once
+  /// it is not, nothing more is scanned.
   quotes: Option<Vec<usize>>,
 }
 
@@ -22,8 +21,6 @@ impl Default for LineScan {
   fn default() -> Self {
     LineScan {
       len: 0,
-      min: u8::MAX,
-      max: 0,
       structure: 0,
       quotes: Some(Vec::new()),
     }
@@ -31,26 +28,45 @@ impl Default for LineScan {
 }
 
 impl LineScan {
-  /// Takes in the next bytes of the line.
-  pub fn feed(&mut self, chunk: &[u8]) {
-    // Separate reductions vectorise; a fused loop over the bytes would not.
-    self.min = self.min.min(chunk.iter().copied().min().unwrap_or(u8::MAX));
-    self.max = self.max.max(chunk.iter().copied().max().unwrap_or(0));
-    self.structure += memchr::memchr3_iter(b'{', b'[', b',', chunk).count();
-    if let Some(quotes) = &mut self.quotes {
-      let mut keep = true;
-      for at in memchr::memchr2_iter(b'"', b'\\', chunk) {
-        if chunk[at] == b'\\' || quotes.len() == MAX_QUOTES {
-          keep = false;
-          break;
-        }
-        quotes.push(self.len + at);
+  /// Takes in the next bytes of the line, which hold no newline.
+  pub fn feed(&mut self, bytes: &[u8]) {
+    let newline = self.feed_to_newline(bytes);
+    debug_assert!(newline.is_none());
+  }
+
+  /// Takes in `bytes` up to the first newline and says where that is: the framer's search
+  /// for the end of the line and the scan are one pass.
+  pub fn feed_to_newline(&mut self, bytes: &[u8]) -> Option<usize> {
+    let newline = match self.quotes.is_some() {
+      true => self.scan_plain(bytes),
+      false => memchr::memchr(b'\n', bytes),
+    };
+    self.len += newline.unwrap_or(bytes.len());
+    newline
+  }
+
+  /// The plain scan: stops at the newline, or goes on as a newline search once the line
+  /// turns out not to be plain.
+  fn scan_plain(&mut self, bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+      at = next_notable(bytes, at);
+      let byte = *bytes.get(at)?;
+      match byte {
+        b'\n' => return Some(at),
+        b'{' | b'[' | b',' => self.structure += 1,
+        b'"' => match &mut self.quotes {
+          Some(quotes) if quotes.len() < MAX_QUOTES => quotes.push(self.len + at),
+          _ => self.quotes = None,
+        },
+        // A backslash, a control byte or a non-ASCII one.
+        _ => self.quotes = None,
       }
-      if !keep {
-        self.quotes = None;
+      if self.quotes.is_none() {
+        return memchr::memchr(b'\n', &bytes[at..]).map(|offset| at + offset);
       }
+      at += 1;
     }
-    self.len += chunk.len();
   }
 
   /// Bytes scanned so far.
@@ -62,21 +78,92 @@ impl LineScan {
     self.len == 0
   }
 
-  pub fn is_ascii(&self) -> bool {
-    self.max < 0x80
-  }
-
-  /// The offsets of the line's quotes, when it is printable ASCII without a backslash (so
-  /// every string is the bytes between two quotes) and they were few enough to keep.
+  /// The offsets of the line's quotes, if it is plain (see `quotes`).
   pub fn quotes(&self) -> Option<&[usize]> {
-    let printable = self.min >= 0x20 && self.max < 0x80;
-    self.quotes.as_deref().filter(|_| printable)
+    self.quotes.as_deref()
   }
 
-  /// `message::prefers_tree` from the counts, without another pass.
-  pub fn prefers_tree(&self) -> bool {
-    self.len >= super::message::LARGE_RESULT_BYTES && self.structure.saturating_mul(4096) < self.len
+  /// The quotes of a plain line that `message::prefers_tree` would send down the tree path,
+  /// decided from the counts, without another pass.
+  pub fn plain_tree_quotes(&self) -> Option<&[usize]> {
+    let tree = self.len >= super::message::LARGE_RESULT_BYTES
+      && self.structure.saturating_mul(4096) < self.len;
+    self.quotes().filter(|_| tree)
   }
+}
+
+/// A byte the scan must look at: structure, a quote, a backslash, or anything outside
+/// printable ASCII (the newline among them).
+fn is_notable(byte: u8) -> bool {
+  matches!(byte, b'"' | b'\\' | b'{' | b'[' | b',') || !(0x20..0x80).contains(&byte)
+}
+
+/// The offset of the first notable byte at or after `from`, or `bytes.len()`.
+fn next_notable(bytes: &[u8], from: usize) -> usize {
+  let rest = &bytes[from.min(bytes.len())..];
+  let clear = notable_free_prefix(rest);
+  let found = rest[clear..].iter().position(|&b| is_notable(b));
+  bytes.len() - rest.len() + clear + found.unwrap_or(rest.len() - clear)
+}
+
+/// How many leading bytes are certainly not notable, sixteen at a time: up to the first
+/// block that holds a notable byte.
+#[cfg(target_arch = "x86_64")]
+fn notable_free_prefix(bytes: &[u8]) -> usize {
+  // SAFETY: SSE2 is part of the x86_64 baseline: every x86_64 CPU has it.
+  unsafe { sse2_notable_free_prefix(bytes) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn sse2_notable_free_prefix(bytes: &[u8]) -> usize {
+  use std::arch::x86_64::*;
+  let splat = |byte: u8| _mm_set1_epi8(byte as i8);
+  let (quote, backslash, brace, bracket, comma, space) = (
+    splat(b'"'),
+    splat(b'\\'),
+    splat(b'{'),
+    splat(b'['),
+    splat(b','),
+    splat(0x20),
+  );
+  let hits = |block: &[u8]| {
+    // SAFETY: an unaligned 16-byte load from a slice of at least 16 bytes.
+    let v = unsafe { _mm_loadu_si128(block.as_ptr().cast()) };
+    // A signed compare catches bytes below 0x20 and, negative as i8, those from 0x80 up.
+    let outside = _mm_cmplt_epi8(v, space);
+    _mm_or_si128(
+      _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+      _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, brace), _mm_cmpeq_epi8(v, bracket)),
+        _mm_or_si128(_mm_cmpeq_epi8(v, comma), outside),
+      ),
+    )
+  };
+  let mut clear = 0;
+  // Four blocks per test: notable bytes are rare in the long strings this is for.
+  for group in bytes.chunks_exact(64) {
+    let any = _mm_or_si128(
+      _mm_or_si128(hits(&group[..16]), hits(&group[16..32])),
+      _mm_or_si128(hits(&group[32..48]), hits(&group[48..])),
+    );
+    if _mm_movemask_epi8(any) != 0 {
+      break;
+    }
+    clear += 64;
+  }
+  for block in bytes[clear..].chunks_exact(16) {
+    if _mm_movemask_epi8(hits(block)) != 0 {
+      break;
+    }
+    clear += 16;
+  }
+  clear
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn notable_free_prefix(_bytes: &[u8]) -> usize {
+  0
 }
 
 #[cfg(test)]
@@ -109,10 +196,34 @@ mod tests {
   fn escapes_control_bytes_and_non_ascii_leave_no_quote_index() {
     assert_eq!(scan_in_pieces(br#"{"a":"x\"y"}"#, 4).quotes(), None);
     assert_eq!(scan_in_pieces(b"{\"a\":\t1}", 4).quotes(), None);
-    let accented = scan_in_pieces("{\"a\":\"é\"}".as_bytes(), 4);
-    assert!(!accented.is_ascii());
-    assert_eq!(accented.quotes(), None);
-    assert!(scan_in_pieces(b"{}", 1).is_ascii());
+    assert_eq!(scan_in_pieces("{\"a\":\"é\"}".as_bytes(), 4).quotes(), None);
+    assert!(scan_in_pieces(b"{} ~\x7f", 1).quotes().is_some());
+  }
+
+  #[test]
+  fn every_byte_at_every_position_is_classified_as_a_byte_by_byte_scan_would() {
+    for byte in 0..=255u8 {
+      for at in 0..200 {
+        let mut bytes = vec![b'a'; 200];
+        bytes[at] = byte;
+        let mut scan = LineScan::default();
+        let newline = scan.feed_to_newline(&bytes);
+        assert_eq!(newline, (byte == b'\n').then_some(at), "{byte:#x} at {at}");
+        assert_eq!(scan.len(), newline.unwrap_or(200));
+        let plain = (0x20..0x80).contains(&byte) && byte != b'\\';
+        let expected = match byte {
+          b'"' => Some(vec![at]),
+          b'\n' => Some(vec![]),
+          _ => plain.then(Vec::new),
+        };
+        assert_eq!(
+          scan.quotes().map(<[usize]>::to_vec),
+          expected,
+          "{byte:#x} at {at}"
+        );
+        assert_eq!(scan.structure, usize::from(b"{[,".contains(&byte)));
+      }
+    }
   }
 
   #[test]
@@ -133,13 +244,12 @@ mod tests {
     big.push_str(&"x".repeat(super::super::message::LARGE_RESULT_BYTES));
     big.push_str(r#""}}"#);
     let scan = scan_in_pieces(big.as_bytes(), 65536);
-    assert_eq!(
-      scan.prefers_tree(),
-      super::super::message::prefers_tree(&big)
-    );
-    assert!(scan.prefers_tree());
+    assert!(super::super::message::prefers_tree(&big));
+    assert!(scan.plain_tree_quotes().is_some());
     let objects = "{},".repeat(super::super::message::LARGE_RESULT_BYTES / 3 + 1);
+    assert!(!super::super::message::prefers_tree(&objects));
     let scan = scan_in_pieces(objects.as_bytes(), 65536);
-    assert!(!scan.prefers_tree());
+    assert!(scan.quotes().is_some() && scan.plain_tree_quotes().is_none());
+    assert!(scan_in_pieces(b"{}", 1).plain_tree_quotes().is_none());
   }
 }
