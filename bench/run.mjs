@@ -16,8 +16,8 @@ const roundsIndex = argv.indexOf("--rounds");
 const rounds = roundsIndex >= 0 ? Number(argv[roundsIndex + 1]) : quick ? 1 : 5;
 
 const settings = quick
-  ? { warmup: 50, seq: 500, conc: 5000, inFlight: 64, big1mCalls: 3, big10mCalls: 2, notifications: 5000 }
-  : { warmup: 200, seq: 2000, conc: 20000, inFlight: 64, big1mCalls: 10, big10mCalls: 5, notifications: 20000 };
+  ? { warmup: 50, seq: 500, conc: 5000, inFlight: 64, bigWarmup: 1, big1mCalls: 3, big10mCalls: 2, notifications: 5000 }
+  : { warmup: 200, seq: 2000, conc: 20000, inFlight: 64, bigWarmup: 3, big1mCalls: 20, big10mCalls: 10, notifications: 20000 };
 
 console.error("building the bench server (cargo build --release -p mcp-native-bench-server)…");
 execFileSync("cargo", ["build", "--release", "--quiet", "-p", "mcp-native-bench-server"], { cwd: root, stdio: "inherit" });

@@ -13,8 +13,43 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use serde_json::{json, Value};
 
+/// One outgoing message.
+enum Frame {
+  Text(String),
+  /// A blob result: `head`, then `bytes` of the shared blob text, then `BLOB_TAIL`.
+  Blob {
+    head: String,
+    bytes: usize,
+  },
+}
+
+const BLOB_TAIL: &str = r#""}]}}"#;
+
+impl Frame {
+  /// Writes the frame; a blob's text goes out straight from the shared copy.
+  fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    match self {
+      Frame::Text(text) => out.write_all(text.as_bytes()),
+      Frame::Blob { head, bytes } => {
+        out.write_all(head.as_bytes())?;
+        XS.with_borrow(|xs| out.write_all(&xs.as_bytes()[..*bytes]))?;
+        out.write_all(BLOB_TAIL.as_bytes())
+      }
+    }
+  }
+
+  fn into_text(self) -> String {
+    match self {
+      Frame::Text(text) => text,
+      Frame::Blob { head, bytes } => {
+        XS.with_borrow(|xs| [head.as_str(), &xs[..bytes], BLOB_TAIL].concat())
+      }
+    }
+  }
+}
+
 /// The frames one incoming message produces: notifications first, then the response.
-fn answer(message: &Value) -> Vec<String> {
+fn answer(message: &Value) -> Vec<Frame> {
   let Some(id) = message.get("id") else {
     return Vec::new();
   };
@@ -48,25 +83,27 @@ fn answer(message: &Value) -> Vec<String> {
         "notify" => {
           let count = args.get("count").and_then(Value::as_u64).unwrap_or(0);
           for i in 0..count {
-            frames.push(
+            frames.push(Frame::Text(
               json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": i } })
                 .to_string(),
-            );
+            ));
           }
           json!({ "content": [{ "type": "text", "text": format!("sent {count}") }] })
         }
         other => {
-          frames.push(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": format!("Unknown tool: {other}") } }).to_string());
+          frames.push(Frame::Text(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": format!("Unknown tool: {other}") } }).to_string()));
           return frames;
         }
       }
     }
     _ => {
-      frames.push(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "Method not found" } }).to_string());
+      frames.push(Frame::Text(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "Method not found" } }).to_string()));
       return frames;
     }
   };
-  frames.push(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string());
+  frames.push(Frame::Text(
+    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string(),
+  ));
   frames
 }
 
@@ -75,22 +112,17 @@ thread_local! {
   static XS: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
-/// A blob's response written out directly: its text needs no escaping, and running a
-/// 10 MiB string through the serializer's escape scan would dominate the measurement.
-fn blob_frame(id: &Value, bytes: usize) -> String {
-  let head =
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#);
-  let tail = r#""}]}}"#;
-  let mut frame = String::with_capacity(head.len() + bytes + tail.len());
-  frame.push_str(&head);
+/// A blob's response, written out directly from one shared text: it needs no escaping, and
+/// building or serializing 10 MiB per call would put the server's time into every measurement.
+fn blob_frame(id: &Value, bytes: usize) -> Frame {
   XS.with_borrow_mut(|xs| {
     if xs.len() < bytes {
       *xs = "x".repeat(bytes);
     }
-    frame.push_str(&xs[..bytes]);
   });
-  frame.push_str(tail);
-  frame
+  let head =
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#);
+  Frame::Blob { head, bytes }
 }
 
 /// Plain blocking I/O: tokio's stdin/stdout hand every read and write to a blocking-pool
@@ -114,7 +146,7 @@ fn stdio() -> std::io::Result<()> {
       continue;
     };
     for frame in answer(&message) {
-      output.write_all(frame.as_bytes())?;
+      frame.write_to(&mut output)?;
       output.write_all(b"\n")?;
     }
     // Flush only when no more input is waiting, so bursts share writes.
@@ -134,9 +166,12 @@ async fn handle(
     .await
     .map(|b| b.to_bytes())
     .unwrap_or_default();
-  let frames = serde_json::from_slice::<Value>(&body)
+  let frames: Vec<String> = serde_json::from_slice::<Value>(&body)
     .map(|m| answer(&m))
-    .unwrap_or_default();
+    .unwrap_or_default()
+    .into_iter()
+    .map(Frame::into_text)
+    .collect();
   let Some(last) = frames.last() else {
     return Ok(
       Response::builder()
