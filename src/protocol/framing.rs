@@ -121,7 +121,7 @@ impl LineFramer {
         }
         None if self.buffer.len() >= self.long_from => {
           let mut long = LongLine {
-            region: LineRegion::new(self.max_bytes + 1),
+            region: LineRegion::new(self.max_bytes.saturating_add(1)),
             scan: LineScan::default(),
           };
           long.append(&self.buffer);
@@ -283,6 +283,14 @@ mod tests {
     assert_eq!(scan.quotes(), Some(&[1, 6, 8, text.len() - 2][..]));
     assert_eq!(f.next_frame(), Some(line("{}")));
     assert!(f.take_line_scan().is_none());
+  }
+
+  #[test]
+  fn a_long_line_under_an_unbounded_cap_still_frames() {
+    // No mapping can reserve usize::MAX bytes: the region falls back to a growing Vec.
+    let mut f = LineFramer::new(usize::MAX).long_lines_from(4);
+    assert_eq!(feed(&mut f, b"0123456789"), vec![]);
+    assert_eq!(feed(&mut f, b"abc\n"), vec![line("0123456789abc")]);
   }
 
   #[test]
