@@ -56,21 +56,18 @@ unsafe extern "C" fn release_external(env: sys::napi_env, _data: *mut c_void, hi
 /// strings it copies itself: otherwise a string of ours weighs nothing to the GC, and dropped
 /// multi-megabyte results pile up until something else triggers a collection.
 mod external_memory {
-  use std::collections::HashMap;
+  use std::collections::BTreeMap;
   use std::sync::Mutex;
 
   use napi::sys;
 
   /// Bytes freed per env since its last report. Finalizers may run inside a collection, so
   /// they only note the release; the next report, from ordinary JS-thread code, includes it.
-  static RELEASED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+  static RELEASED: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
 
   pub fn released(env: sys::napi_env, bytes: usize) {
     if let Ok(mut released) = RELEASED.lock() {
-      *released
-        .get_or_insert_with(HashMap::new)
-        .entry(env as usize)
-        .or_default() += bytes;
+      *released.entry(env as usize).or_default() += bytes;
     }
   }
 
@@ -78,7 +75,7 @@ mod external_memory {
     let freed = RELEASED
       .lock()
       .ok()
-      .and_then(|mut released| released.as_mut()?.remove(&(env as usize)))
+      .and_then(|mut released| released.remove(&(env as usize)))
       .unwrap_or(0);
     let change = bytes as i64 - freed as i64;
     let mut total = 0;

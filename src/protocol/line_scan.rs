@@ -100,10 +100,11 @@ fn is_notable(byte: u8) -> bool {
 
 /// The offset of the first notable byte at or after `from`, or `bytes.len()`.
 fn next_notable(bytes: &[u8], from: usize) -> usize {
-  let rest = &bytes[from.min(bytes.len())..];
+  let from = from.min(bytes.len());
+  let rest = &bytes[from..];
   let clear = notable_free_prefix(rest);
   let found = rest[clear..].iter().position(|&b| is_notable(b));
-  bytes.len() - rest.len() + clear + found.unwrap_or(rest.len() - clear)
+  from + found.map_or(rest.len(), |offset| clear + offset)
 }
 
 /// How many leading bytes are certainly not notable, sixteen at a time: up to the first
