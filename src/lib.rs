@@ -1,12 +1,14 @@
 //! mcp-native: a Rust MCP client backend for Node.js and Bun.
 //!
 //! `protocol` frames and classifies JSON-RPC messages, `session` correlates requests with
-//! responses, `transport` moves frames over a child process, and `binding` is the only
-//! place that knows about napi.
+//! responses, `transport` moves frames over a child process or HTTP. `client` and `manager`
+//! hold the client flows and the manager's state machine over the traits of `host`, which
+//! `binding` (the only place that knows about napi) implements with JS.
 #![deny(clippy::all)]
 
 pub mod client;
 pub mod error;
+pub mod host;
 pub mod manager;
 pub mod protocol;
 pub mod runtime;

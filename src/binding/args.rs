@@ -145,7 +145,7 @@ fn string_record(js: Js, object: Value, name: &str) -> ArgResult<Vec<(String, St
   Ok(entries)
 }
 
-fn host_environment(js: Js) -> Vec<(OsString, OsString)> {
+pub fn host_environment(js: Js) -> Vec<(OsString, OsString)> {
   let from_js = (|| {
     let process = js.get(js.global(), "process").ok()?;
     let env = js.get(process, "env").ok()?;

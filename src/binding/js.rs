@@ -626,3 +626,260 @@ impl napi::bindgen_prelude::TypeName for JsArg {
 }
 
 impl napi::bindgen_prelude::ValidateNapiValue for JsArg {}
+
+/// The arguments a closure function was called with (missing ones are `undefined`).
+pub struct Args<'a> {
+  js: Js,
+  values: &'a [Value],
+}
+
+impl Args<'_> {
+  pub fn get(&self, index: usize) -> Value {
+    self
+      .values
+      .get(index)
+      .copied()
+      .unwrap_or_else(|| self.js.undefined())
+  }
+}
+
+/// Most arguments a closure function reads; the agent's callbacks take at most four.
+const CLOSURE_ARGS: usize = 6;
+
+impl Js {
+  /// A JS function that runs `callback`; what it returns `Err` with is thrown. The closure
+  /// lives until the function is collected. A panic becomes `undefined`, never an abort.
+  pub fn closure<F>(&self, name: &str, callback: F) -> Result<Value, Thrown>
+  where
+    F: Fn(Js, Args<'_>) -> Result<Value, Thrown> + 'static,
+  {
+    unsafe extern "C" fn trampoline<F>(env: sys::napi_env, info: sys::napi_callback_info) -> Value
+    where
+      F: Fn(Js, Args<'_>) -> Result<Value, Thrown> + 'static,
+    {
+      let js = Js::new(env);
+      let mut argc = CLOSURE_ARGS;
+      let mut argv = [ptr::null_mut(); CLOSURE_ARGS];
+      let mut data = ptr::null_mut();
+      // SAFETY: info is the callback info of this call; argv has room for argc values.
+      unsafe {
+        sys::napi_get_cb_info(
+          env,
+          info,
+          &mut argc,
+          argv.as_mut_ptr(),
+          ptr::null_mut(),
+          &mut data,
+        )
+      };
+      // SAFETY: data is the F owned by this function (see `function`), alive while it is.
+      let callback = unsafe { &*(data as *const F) };
+      let args = Args {
+        js,
+        values: &argv[..argc.min(CLOSURE_ARGS)],
+      };
+      let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(js, args)));
+      match outcome {
+        Ok(Ok(value)) => value,
+        Ok(Err(Thrown(error))) => {
+          js.throw(error);
+          ptr::null_mut()
+        }
+        Err(_) => js.undefined(),
+      }
+    }
+    self.function(name, trampoline::<F>, callback)
+  }
+
+  pub fn strict_equals(&self, a: Value, b: Value) -> bool {
+    let mut equal = false;
+    // SAFETY: both values belong to the current scope of this env.
+    unsafe { sys::napi_strict_equals(self.env, a, b, &mut equal) };
+    equal
+  }
+
+  /// `delete object[key]`.
+  pub fn delete(&self, object: Value, key: &str) {
+    let mut deleted = false;
+    // SAFETY: object and the key string belong to the current scope of this env.
+    unsafe { sys::napi_delete_property(self.env, object, self.string(key), &mut deleted) };
+  }
+
+  /// The exception a napi-rs export left pending (it returned `Err`), cleared; `None` if
+  /// there is none.
+  pub fn take_exception(&self) -> Option<Value> {
+    let mut exception = ptr::null_mut();
+    // SAFETY: env is the live env of the current JS-thread call.
+    unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut exception) };
+    (!exception.is_null() && !self.is_nullish(exception)).then_some(exception)
+  }
+
+  /// Runs `hook` when this env is torn down (the host exits or a worker ends).
+  pub fn on_teardown(&self, hook: impl FnOnce() + 'static) {
+    unsafe extern "C" fn run(data: *mut c_void) {
+      // SAFETY: data is the Box leaked below; the hook runs once.
+      let hook = unsafe { Box::from_raw(data.cast::<Box<dyn FnOnce()>>()) };
+      hook();
+    }
+    let hook: Box<Box<dyn FnOnce()>> = Box::new(Box::new(hook));
+    // SAFETY: run matches the cleanup hook signature and owns the leaked box.
+    unsafe { sys::napi_add_env_cleanup_hook(self.env, Some(run), Box::into_raw(hook).cast()) };
+  }
+
+  /// A function other threads can ask to run `call` on this JS thread (coalesced: several
+  /// requests before it runs may run it once). It starts unreferenced.
+  pub fn threadsafe_function(
+    &self,
+    name: &str,
+    call: impl Fn(Js) + 'static,
+  ) -> Result<Tsfn, Thrown> {
+    type Call = Box<dyn Fn(Js)>;
+    unsafe extern "C" fn call_js(
+      env: sys::napi_env,
+      _callback: Value,
+      context: *mut c_void,
+      _data: *mut c_void,
+    ) {
+      if env.is_null() || context.is_null() {
+        return;
+      }
+      // SAFETY: context is the Call leaked below, freed only by finalize.
+      let call = unsafe { &*(context as *const Call) };
+      let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(Js::new(env))));
+    }
+    unsafe extern "C" fn finalize(_env: sys::napi_env, _data: *mut c_void, context: *mut c_void) {
+      // SAFETY: context is the Call leaked below; finalize runs once.
+      drop(unsafe { Box::from_raw(context.cast::<Call>()) });
+    }
+    let context = Box::into_raw(Box::new(Box::new(call) as Call));
+    let mut tsfn = ptr::null_mut();
+    // SAFETY: call_js and finalize match the napi signatures; finalize reclaims context.
+    let status = unsafe {
+      sys::napi_create_threadsafe_function(
+        self.env,
+        ptr::null_mut(),
+        ptr::null_mut(),
+        self.string(name),
+        0,
+        1,
+        ptr::null_mut(),
+        Some(finalize),
+        context.cast(),
+        Some(call_js),
+        &mut tsfn,
+      )
+    };
+    if status != sys::Status::napi_ok {
+      // SAFETY: not created, so the context is still ours.
+      drop(unsafe { Box::from_raw(context) });
+      return Err(Thrown(
+        self.error(ErrorKind::Error, "Failed to create a threadsafe function"),
+      ));
+    }
+    // SAFETY: tsfn was just created on this thread.
+    unsafe { sys::napi_unref_threadsafe_function(self.env, tsfn) };
+    Ok(Tsfn(tsfn))
+  }
+}
+
+/// A threadsafe function made by `Js::threadsafe_function`; never released, it lives as long
+/// as its env.
+#[derive(Clone, Copy)]
+pub struct Tsfn(sys::napi_threadsafe_function);
+
+// SAFETY: napi_call_threadsafe_function may be called from any thread; ref/unref take the
+// JS thread's env and are only called there.
+unsafe impl Send for Tsfn {}
+unsafe impl Sync for Tsfn {}
+
+impl Tsfn {
+  /// Asks the JS thread to run the call; from any thread.
+  pub fn call(&self) {
+    // SAFETY: the function lives as long as its env (see the type's docs).
+    unsafe {
+      sys::napi_call_threadsafe_function(
+        self.0,
+        ptr::null_mut(),
+        sys::ThreadsafeFunctionCallMode::nonblocking,
+      )
+    };
+  }
+
+  /// Whether the function keeps the host alive; on the JS thread.
+  pub fn keep_alive(&self, js: Js, keep: bool) {
+    // SAFETY: called on the JS thread of the env that created the function.
+    unsafe {
+      if keep {
+        sys::napi_ref_threadsafe_function(js.env, self.0);
+      } else {
+        sys::napi_unref_threadsafe_function(js.env, self.0);
+      }
+    }
+  }
+}
+
+/// A JS value kept alive across awaits (a strong napi reference), shared by clones and
+/// deleted with the last one. Only ever touched on the JS thread.
+#[derive(Clone)]
+pub struct Held(std::rc::Rc<HeldRef>);
+
+pub struct HeldRef {
+  env: sys::napi_env,
+  reference: sys::napi_ref,
+  /// Node-API 9 references only objects and functions: anything else is kept as the only
+  /// element of an array.
+  boxed: bool,
+}
+
+impl Held {
+  fn hold(js: Js, value: Value, count: u32) -> Self {
+    let boxed = !matches!(
+      js.type_of(value),
+      sys::ValueType::napi_object | sys::ValueType::napi_function
+    );
+    let target = if boxed {
+      js.array(1)
+        .and_then(|array| js.set_element(array, 0, value).map(|()| array))
+        .unwrap_or(value)
+    } else {
+      value
+    };
+    // A weak reference to a box would let the box go at once: boxes are always strong.
+    let count = if boxed { 1 } else { count };
+    Held(std::rc::Rc::new(HeldRef {
+      env: js.env,
+      reference: js.new_ref(target, count),
+      boxed,
+    }))
+  }
+
+  pub fn new(js: Js, value: Value) -> Self {
+    Self::hold(js, value, 1)
+  }
+
+  /// A reference that does not keep `value` alive (`get` is then `undefined` once collected).
+  pub fn weak(js: Js, value: Value) -> Self {
+    Self::hold(js, value, 0)
+  }
+
+  pub fn js(&self) -> Js {
+    Js::new(self.0.env)
+  }
+
+  pub fn get(&self, js: Js) -> Value {
+    let Some(target) = js.ref_value(self.0.reference) else {
+      return js.undefined();
+    };
+    if self.0.boxed {
+      js.element(target, 0).unwrap_or_else(|_| js.undefined())
+    } else {
+      target
+    }
+  }
+}
+
+impl Drop for HeldRef {
+  fn drop(&mut self) {
+    Js::new(self.env).delete_ref(self.reference);
+  }
+}

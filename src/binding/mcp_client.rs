@@ -4,14 +4,14 @@ use napi::bindgen_prelude::JavaScriptClassExt;
 use napi::Env;
 use napi_derive::napi;
 
-use super::client::{
-  call_method, call_tool, connect_to_server, connection_transport, disconnect_server, list_tools,
-  Held, Paginate,
-};
-use super::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
-use super::js_async::when_settled;
+use super::client::{call_tool, connect_request, disconnect_server, list_tools};
+use super::executor;
+use super::host::JsHost;
+use super::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::transport_class::{finish, thrown};
+use crate::client::{self, connection_transport};
+use crate::host::Values;
 
 /// A connected MCP server as one object (C6).
 #[napi(js_name = "MCPClient")]
@@ -20,32 +20,41 @@ pub struct JsMcpClient {
 }
 
 impl JsMcpClient {
-  fn transport(&self, js: Js) -> Result<Value, Value> {
-    connection_transport(js, self.connection.get(js))
+  fn host(&self) -> JsHost {
+    JsHost::new(self.connection.js())
   }
 
-  /// `transport.request(method, params, options)`, as a promise (rejections included).
+  fn options(js: Js, options: Option<JsArg>) -> Option<Held> {
+    options
+      .map(|o| o.0)
+      .filter(|o| !js.is_nullish(*o))
+      .map(|o| Held::new(js, o))
+  }
+
+  /// `transport.request(method, params, options)`, as a promise resolving to its result.
   fn request(
     &self,
     js: Js,
-    method: &str,
-    params: Value,
+    method: &'static str,
+    params: Vec<(&'static str, Value)>,
     options: Option<JsArg>,
   ) -> Result<Value, Thrown> {
-    let transport = match self.transport(js) {
-      Ok(t) => t,
-      Err(error) => return js.rejected(error),
-    };
-    let mut args = vec![js.string(method), params];
-    if let Some(options) = options {
-      args.push(options.0);
-    }
-    match call_method(js, transport, "request", &args) {
-      Ok(pending) => Ok(pending),
-      Err(Thrown(error)) => js.rejected(error),
-    }
+    let host = self.host();
+    let connection = self.connection.clone();
+    let options = Self::options(js, options);
+    let params: Vec<(&str, Held)> = params
+      .into_iter()
+      .filter(|(_, value)| !js.is_nullish(*value))
+      .map(|(key, value)| (key, host.hold(value)))
+      .collect();
+    executor::promise(js, async move {
+      let transport = connection_transport(&host, &connection)?;
+      let params = host.object(params)?;
+      crate::host::Transports::request(&host, &transport, method, params, options).await
+    })
   }
 
+  /// Every item under `key` of every page of `method`.
   fn list(
     &self,
     js: Js,
@@ -53,20 +62,19 @@ impl JsMcpClient {
     key: &'static str,
     options: Option<JsArg>,
   ) -> Result<Value, Thrown> {
-    match self.transport(js) {
-      Ok(transport) => Paginate::start(js, transport, method, key, options.map(|o| o.0), None),
-      Err(error) => js.rejected(error),
-    }
+    let host = self.host();
+    let connection = self.connection.clone();
+    let options = Self::options(js, options);
+    executor::promise(js, async move {
+      let transport = connection_transport(&host, &connection)?;
+      client::paginate(&host, &transport, method, key, options).await
+    })
   }
 
-  fn object(js: Js, entries: &[(&str, Value)]) -> Result<Value, Thrown> {
-    let object = js.json_parse("{}")?;
-    for (key, value) in entries {
-      if !js.is_nullish(*value) {
-        js.set(object, key, *value);
-      }
-    }
-    Ok(object)
+  fn transport(&self, js: Js) -> Option<Value> {
+    connection_transport(&self.host(), &self.connection)
+      .ok()
+      .map(|t| t.get(js))
   }
 }
 
@@ -76,12 +84,11 @@ impl JsMcpClient {
   #[napi(constructor, ts_args_type = "connection: MCPServerConnection")]
   pub fn new(env: Env, connection: JsArg) -> napi::Result<Self> {
     let js = Js::new(env.raw());
-    if let Err(error) = connection_transport(js, connection.0) {
-      return Err(thrown(js, Thrown(error)));
+    let connection = Held::new(js, connection.0);
+    if let Err(error) = connection_transport(&JsHost::new(js), &connection) {
+      return Err(thrown(js, Thrown(error.get(js))));
     }
-    Ok(JsMcpClient {
-      connection: Held::new(js, connection.0),
-    })
+    Ok(JsMcpClient { connection })
   }
 
   /// `connectToServer` (C1), as an `MCPClient`.
@@ -96,25 +103,20 @@ impl JsMcpClient {
     options: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let connecting = connect_to_server(env, name, config, options)?;
-    let result = (|| {
-      let (deferred, promise) = js.create_promise()?;
-      when_settled(js, connecting.0, move |js, result| match result {
-        Err(error) => js.reject(deferred, error),
-        Ok(connection) => {
-          let client = JsMcpClient {
-            connection: Held::new(js, connection),
-          };
-          let env = Env::from_raw(js.env);
-          match client.into_instance(&env) {
-            Ok(instance) => js.resolve(deferred, instance.value),
-            Err(e) => js.reject(deferred, js.error(ErrorKind::Error, &e.reason)),
-          }
-        }
-      });
-      Ok(promise)
-    })();
-    finish(js, result)
+    let request = match connect_request(js, name.0, config.0, options.map(|o| o.0)) {
+      Ok(request) => request,
+      Err(error) => return finish(js, js.rejected(error)),
+    };
+    let host = JsHost::new(js);
+    let connecting = async move {
+      let connection = client::connect(host, request).await?;
+      let env = Env::from_raw(js.env);
+      let instance = JsMcpClient { connection }
+        .into_instance(&env)
+        .map_err(|e| host.error(&e.reason))?;
+      Ok(host.hold(instance.value))
+    };
+    finish(js, executor::promise(js, connecting))
   }
 
   /// The `MCPServerConnection` this client drives.
@@ -160,10 +162,7 @@ impl JsMcpClient {
   )]
   pub fn ping(&self, env: Env, options: Option<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = js
-      .json_parse("{}")
-      .and_then(|params| self.request(js, "ping", params, options));
-    finish(js, result)
+    finish(js, self.request(js, "ping", Vec::new(), options))
   }
 
   /// Every resource of every `resources/list` page.
@@ -200,9 +199,10 @@ impl JsMcpClient {
       let error = js_error::type_error(js, "The \"uri\" argument must be a string");
       return finish(js, js.rejected(error));
     }
-    let result = Self::object(js, &[("uri", uri.0)])
-      .and_then(|p| self.request(js, "resources/read", p, options));
-    finish(js, result)
+    finish(
+      js,
+      self.request(js, "resources/read", vec![("uri", uri.0)], options),
+    )
   }
 
   /// Every prompt of every `prompts/list` page.
@@ -233,9 +233,8 @@ impl JsMcpClient {
       return finish(js, js.rejected(error));
     }
     let arguments = args.map(|a| a.0).unwrap_or_else(|| js.undefined());
-    let result = Self::object(js, &[("name", name.0), ("arguments", arguments)])
-      .and_then(|p| self.request(js, "prompts/get", p, options));
-    finish(js, result)
+    let params = vec![("name", name.0), ("arguments", arguments)];
+    finish(js, self.request(js, "prompts/get", params, options))
   }
 
   /// `completion/complete {ref, argument, context?}`.
@@ -253,16 +252,12 @@ impl JsMcpClient {
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let context = context.map(|c| c.0).unwrap_or_else(|| js.undefined());
-    let result = Self::object(
-      js,
-      &[
-        ("ref", reference.0),
-        ("argument", argument.0),
-        ("context", context),
-      ],
-    )
-    .and_then(|p| self.request(js, "completion/complete", p, options));
-    finish(js, result)
+    let params = vec![
+      ("ref", reference.0),
+      ("argument", argument.0),
+      ("context", context),
+    ];
+    finish(js, self.request(js, "completion/complete", params, options))
   }
 
   /// `logging/setLevel {level}`.
@@ -277,16 +272,18 @@ impl JsMcpClient {
     options: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = Self::object(js, &[("level", level.0)]).and_then(|p| {
-      let pending = self.request(js, "logging/setLevel", p, options)?;
-      let (deferred, promise) = js.create_promise()?;
-      when_settled(js, pending, move |js, result| match result {
-        Ok(_) => js.resolve(deferred, js.undefined()),
-        Err(error) => js.reject(deferred, error),
-      });
-      Ok(promise)
-    });
-    finish(js, result)
+    let host = self.host();
+    let connection = self.connection.clone();
+    let options = Self::options(js, options);
+    let level = host.hold(level.0);
+    let setting = async move {
+      let transport = connection_transport(&host, &connection)?;
+      let params = host.object(vec![("level", level)])?;
+      crate::host::Transports::request(&host, &transport, "logging/setLevel", params, options)
+        .await?;
+      Ok(host.undefined())
+    };
+    finish(js, executor::promise(js, setting))
   }
 
   /// Closes the transport (C4).
@@ -306,7 +303,6 @@ impl JsMcpClient {
     JsRaw(
       self
         .transport(js)
-        .ok()
         .and_then(|t| js.get(t, "onNotification").ok())
         .unwrap_or_else(|| js.undefined()),
     )
@@ -319,7 +315,7 @@ impl JsMcpClient {
   )]
   pub fn set_on_notification(&self, env: Env, callback: JsArg) {
     let js = Js::new(env.raw());
-    if let Ok(transport) = self.transport(js) {
+    if let Some(transport) = self.transport(js) {
       js.set(transport, "onNotification", callback.0);
     }
   }

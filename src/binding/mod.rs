@@ -3,9 +3,10 @@
 mod args;
 pub(crate) mod calls;
 mod client;
+mod executor;
+mod host;
 mod http;
 pub(crate) mod js;
-mod js_async;
 mod js_error;
 mod json_rpc;
 mod manager;

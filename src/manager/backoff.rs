@@ -22,6 +22,21 @@ impl Default for ReconnectPolicy {
 }
 
 impl ReconnectPolicy {
+  /// M10 `options.reconnect`: each field that is given replaces the default.
+  pub fn from_options(
+    max_attempts: Option<f64>,
+    initial_delay_ms: Option<f64>,
+    max_delay_ms: Option<f64>,
+  ) -> Self {
+    let defaults = Self::default();
+    let ms = |n: f64| Duration::from_secs_f64(n / 1000.0);
+    Self {
+      max_attempts: max_attempts.map_or(defaults.max_attempts, |n| n as u32),
+      initial_delay: initial_delay_ms.map_or(defaults.initial_delay, ms),
+      max_delay: max_delay_ms.map_or(defaults.max_delay, ms),
+    }
+  }
+
   /// The delay before each of the `max_attempts` attempts: `initial_delay * 2^n`, capped at
   /// `max_delay`, then jittered down to a uniform pick in `[delay / 2, delay]`, so no delay
   /// ever exceeds `max_delay`.

@@ -1,12 +1,112 @@
-//! The MCP manager's pure logic, free of napi so it can be tested on its own: tool naming,
-//! config validation, `.mcp.json` discovery, value resolution, the file tool cache and
-//! the reconnect schedule. The binding wires these into `MCPManager`.
+//! `MCPManager` (SPEC §8, §8.1) without JS: the per-server state machine and its flows over
+//! the host's traits (`host`), next to the pure parts they use (naming, validation,
+//! `.mcp.json`, value resolution, the file cache, backoff).
+//!
+//! - `gate`: `connectServers`, the startup gate and its late completions (M1, M4).
+//! - `connect`: one server's connect, adoption and failure (M1, M3, M7).
+//! - `reconnect`: what an unexpected close does (M10, M11).
+//! - `lifecycle`: refresh, disconnect and the queries (M6–M8).
+//! - `prepare`, `discover`: `prepareConfig` (M3, W6) and `discoverAndConnect` (M9, W4).
 
 pub mod backoff;
 pub mod config_file;
+mod connect;
+mod discover;
+mod gate;
+pub mod host;
+mod lifecycle;
 pub mod naming;
+mod prepare;
+mod reconnect;
+mod state;
 #[cfg(test)]
 mod test_dir;
+#[cfg(test)]
+mod tests;
 pub mod tool_cache;
+pub mod tools;
 pub mod validation;
 pub mod value_resolution;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub use discover::discover_and_connect;
+pub use gate::{Entry, Report};
+use host::{Level, ManagerHost};
+pub use lifecycle::Wait;
+pub use prepare::{prepare_entries, Prepared};
+use state::Servers;
+
+/// One manager's state and its host. Flows that outlive a call hold it by `Rc`.
+pub struct Manager<H: ManagerHost> {
+  host: H,
+  cwd: String,
+  servers: RefCell<Servers<H>>,
+}
+
+impl<H: ManagerHost> Manager<H> {
+  pub fn new(host: H, cwd: String) -> Rc<Self> {
+    Rc::new(Manager {
+      host,
+      cwd,
+      servers: RefCell::new(Servers::default()),
+    })
+  }
+
+  pub fn host(&self) -> &H {
+    &self.host
+  }
+
+  pub fn cwd(&self) -> &str {
+    &self.cwd
+  }
+
+  /// Runs `f` on the state. Never call the host inside: it may call back into us.
+  fn with<T>(&self, f: impl FnOnce(&mut Servers<H>) -> T) -> T {
+    f(&mut self.servers.borrow_mut())
+  }
+
+  fn not_connected(&self, name: &str) -> H::Value {
+    self
+      .host
+      .error(&format!("MCP server not connected: {name}"))
+  }
+
+  /// M4/M8: a fresh listing is written to the tool cache under the caller's config (W5).
+  fn write_cache(&self, name: &str, config: &H::Value, definitions: &H::Value) {
+    if let Some(written) = self.host.cache_set(name, config, definitions) {
+      self.warn_on_failure(written, name, "Failed to cache tools of MCP server");
+    }
+  }
+
+  /// Background work nobody awaits: a failure becomes `logger.warn`
+  /// `<what> "<server>": <message>`.
+  fn warn_on_failure(
+    &self,
+    work: crate::host::Pending<H::Value>,
+    server: &str,
+    what: &'static str,
+  ) {
+    let host = self.host.clone();
+    let server = server.to_string();
+    self.host.spawn(Box::pin(async move {
+      if let Err(error) = work.await {
+        let message = host.message(&error);
+        let text = format!("{what} \"{server}\": {message}");
+        host.log(Level::Warn, &text, &server, Some(&message));
+      }
+    }));
+  }
+
+  /// Closes a connection's transport; nobody waits for it.
+  fn close_detached(&self, connection: &H::Value) {
+    let Ok(transport) = crate::client::connection_transport(&self.host, connection) else {
+      return;
+    };
+    let closing = crate::host::Transports::close(&self.host, &transport);
+    self.host.spawn(Box::pin(async move {
+      let _ = closing.await;
+    }));
+  }
+}

@@ -14,28 +14,42 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 type CommandResult = Shared<BoxFuture<'static, Option<String>>>;
 
+/// The environment values resolve against: the calling runtime's `process.env`, which under
+/// Bun holds what `.env` files and run-time assignments added and the C environment lacks.
+pub type Environment = HashMap<String, String>;
+
 /// Resolves one value; `None` means the entry is dropped. Must run inside a tokio runtime.
 ///
-/// `!cmd` runs `cmd` through the shell and yields its trimmed stdout (a failure, timeout or
-/// empty output is `None`; the result is cached for the process); otherwise the
-/// environment variable named `value` if it is set and non-empty; otherwise `value` itself
-/// unless it is empty.
-pub async fn resolve_config_value(value: &str) -> Option<String> {
+/// `!cmd` runs `cmd` through the shell, with `environment`, and yields its trimmed stdout (a
+/// failure, timeout or empty output is `None`; the result is cached for the process);
+/// otherwise the variable of `environment` named `value` if it is set and non-empty;
+/// otherwise `value` itself unless it is empty.
+pub async fn resolve_config_value(value: &str, environment: &Environment) -> Option<String> {
   if let Some(command) = value.strip_prefix('!') {
-    return run_command_cached_with(command, COMMAND_TIMEOUT).await;
+    return run_command_cached_with(command, environment, COMMAND_TIMEOUT).await;
   }
-  match std::env::var(value) {
-    Ok(from_env) if !from_env.is_empty() => Some(from_env),
+  match environment.get(value) {
+    Some(from_env) if !from_env.is_empty() => Some(from_env.clone()),
     _ => (!value.is_empty()).then(|| value.to_owned()),
   }
 }
 
 /// Resolves all values concurrently, in the same order.
-pub async fn resolve_config_values(values: Vec<String>) -> Vec<Option<String>> {
-  futures::future::join_all(values.iter().map(|value| resolve_config_value(value))).await
+pub async fn resolve_config_values(
+  values: Vec<String>,
+  environment: Environment,
+) -> Vec<Option<String>> {
+  let resolving = values
+    .iter()
+    .map(|value| resolve_config_value(value, &environment));
+  futures::future::join_all(resolving).await
 }
 
-async fn run_command_cached_with(command: &str, timeout: Duration) -> Option<String> {
+async fn run_command_cached_with(
+  command: &str,
+  environment: &Environment,
+  timeout: Duration,
+) -> Option<String> {
   static CACHE: OnceLock<Mutex<HashMap<String, CommandResult>>> = OnceLock::new();
   let result = {
     let mut cache = CACHE
@@ -47,7 +61,11 @@ async fn run_command_cached_with(command: &str, timeout: Duration) -> Option<Str
       .or_insert_with(|| {
         // A task of its own, so the command finishes (or is killed) even if every caller
         // waiting on it is cancelled; a cached but unpolled future would leave it hanging.
-        let task = tokio::spawn(run_command(command.to_owned(), timeout));
+        let task = tokio::spawn(run_command(
+          command.to_owned(),
+          environment.clone(),
+          timeout,
+        ));
         async move { task.await.ok().flatten() }.boxed().shared()
       })
       .clone()
@@ -55,11 +73,17 @@ async fn run_command_cached_with(command: &str, timeout: Duration) -> Option<Str
   result.await
 }
 
-async fn run_command(command: String, timeout: Duration) -> Option<String> {
+async fn run_command(
+  command: String,
+  environment: Environment,
+  timeout: Duration,
+) -> Option<String> {
   if command.trim().is_empty() {
     return None;
   }
   let mut child = shell_command(&command)
+    .env_clear()
+    .envs(environment)
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
@@ -128,6 +152,14 @@ mod tests {
   use std::sync::atomic::{AtomicU32, Ordering};
   use std::time::Instant;
 
+  fn env() -> Environment {
+    std::env::vars().collect()
+  }
+
+  async fn resolve(value: &str) -> Option<String> {
+    resolve_config_value(value, &env()).await
+  }
+
   fn temp_path(tag: &str) -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -139,77 +171,75 @@ mod tests {
 
   #[tokio::test]
   async fn literals() {
+    assert_eq!(resolve("plain value").await.as_deref(), Some("plain value"));
     assert_eq!(
-      resolve_config_value("plain value").await.as_deref(),
-      Some("plain value")
-    );
-    assert_eq!(
-      resolve_config_value("MCP_NATIVE_SURELY_UNSET_VAR")
-        .await
-        .as_deref(),
+      resolve("MCP_NATIVE_SURELY_UNSET_VAR").await.as_deref(),
       Some("MCP_NATIVE_SURELY_UNSET_VAR")
     );
-    assert_eq!(resolve_config_value("").await, None);
-    assert_eq!(resolve_config_value("a=b").await.as_deref(), Some("a=b"));
+    assert_eq!(resolve("").await, None);
+    assert_eq!(resolve("a=b").await.as_deref(), Some("a=b"));
   }
 
   #[tokio::test]
   async fn environment_variables() {
-    std::env::set_var("MCP_NATIVE_TEST_SET", "secret");
-    std::env::set_var("MCP_NATIVE_TEST_EMPTY", "");
+    let environment: Environment = [
+      ("MCP_NATIVE_TEST_SET", "secret"),
+      ("MCP_NATIVE_TEST_EMPTY", ""),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .into();
+    let resolve = |value: &'static str| resolve_config_value(value, &environment);
     assert_eq!(
-      resolve_config_value("MCP_NATIVE_TEST_SET").await.as_deref(),
+      resolve("MCP_NATIVE_TEST_SET").await.as_deref(),
       Some("secret")
     );
     assert_eq!(
-      resolve_config_value("MCP_NATIVE_TEST_EMPTY")
+      resolve("MCP_NATIVE_TEST_EMPTY").await.as_deref(),
+      Some("MCP_NATIVE_TEST_EMPTY")
+    );
+    // Only the given environment counts, never the process's own.
+    assert_eq!(resolve("PATH").await.as_deref(), Some("PATH"));
+  }
+
+  #[tokio::test]
+  async fn commands_see_the_given_environment() {
+    let mut environment = Environment::new();
+    environment.insert("PATH".into(), std::env::var("PATH").unwrap_or_default());
+    environment.insert("MCP_NATIVE_TEST_CMD".into(), "from-js".into());
+    assert_eq!(
+      resolve_config_value("!echo $MCP_NATIVE_TEST_CMD", &environment)
         .await
         .as_deref(),
-      Some("MCP_NATIVE_TEST_EMPTY")
+      Some("from-js")
     );
   }
 
   #[tokio::test]
   async fn commands() {
+    assert_eq!(resolve("!echo hi").await.as_deref(), Some("hi"));
     assert_eq!(
-      resolve_config_value("!echo hi").await.as_deref(),
-      Some("hi")
-    );
-    assert_eq!(
-      resolve_config_value("!printf '  spaced \\n\\n'")
-        .await
-        .as_deref(),
+      resolve("!printf '  spaced \\n\\n'").await.as_deref(),
       Some("spaced")
     );
+    assert_eq!(resolve("!printf 'a\\nb\\n'").await.as_deref(), Some("a\nb"));
     assert_eq!(
-      resolve_config_value("!printf 'a\\nb\\n'").await.as_deref(),
-      Some("a\nb")
-    );
-    assert_eq!(
-      resolve_config_value("!echo out; echo err >&2")
-        .await
-        .as_deref(),
+      resolve("!echo out; echo err >&2").await.as_deref(),
       Some("out")
     );
-    assert_eq!(resolve_config_value("!exit 3").await, None);
-    assert_eq!(resolve_config_value("!echo partial; exit 1").await, None);
-    assert_eq!(resolve_config_value("!printf ''").await, None);
-    assert_eq!(resolve_config_value("!   ").await, None);
-    assert_eq!(resolve_config_value("!").await, None);
-    assert_eq!(
-      resolve_config_value("!mcp-native-no-such-command-xyz").await,
-      None
-    );
+    assert_eq!(resolve("!exit 3").await, None);
+    assert_eq!(resolve("!echo partial; exit 1").await, None);
+    assert_eq!(resolve("!printf ''").await, None);
+    assert_eq!(resolve("!   ").await, None);
+    assert_eq!(resolve("!").await, None);
+    assert_eq!(resolve("!mcp-native-no-such-command-xyz").await, None);
     // stdin is null, so a command reading it sees EOF rather than hanging.
-    assert_eq!(
-      resolve_config_value("!cat; echo done").await.as_deref(),
-      Some("done")
-    );
+    assert_eq!(resolve("!cat; echo done").await.as_deref(), Some("done"));
   }
 
   #[tokio::test]
   async fn resolves_many_in_order() {
-    std::env::set_var("MCP_NATIVE_TEST_MANY", "from-env");
+    let mut environment = env();
+    environment.insert("MCP_NATIVE_TEST_MANY".into(), "from-env".into());
     let values = [
       "!echo one",
       "",
@@ -219,7 +249,7 @@ mod tests {
     ]
     .map(String::from)
     .to_vec();
-    let resolved = resolve_config_values(values).await;
+    let resolved = resolve_config_values(values, environment).await;
     let want = [Some("one"), None, Some("from-env"), Some("literal"), None];
     assert_eq!(
       resolved.iter().map(Option::as_deref).collect::<Vec<_>>(),
@@ -233,7 +263,7 @@ mod tests {
     let command = format!("sleep 5 & echo $! > '{}'; wait", pid_file.display());
     let start = Instant::now();
     assert_eq!(
-      run_command_cached_with(&command, Duration::from_millis(300)).await,
+      run_command_cached_with(&command, &env(), Duration::from_millis(300)).await,
       None
     );
     assert!(
@@ -274,15 +304,12 @@ mod tests {
     let log = temp_path("runs");
     let command = format!("!echo run >> '{}'; sleep 0.2; echo value", log.display());
     let values = vec![command.clone(); 5];
-    let resolved = resolve_config_values(values).await;
+    let resolved = resolve_config_values(values, env()).await;
     assert!(
       resolved.iter().all(|r| r.as_deref() == Some("value")),
       "{resolved:?}"
     );
-    assert_eq!(
-      resolve_config_value(&command).await.as_deref(),
-      Some("value")
-    );
+    assert_eq!(resolve(&command).await.as_deref(), Some("value"));
     let runs = std::fs::read_to_string(&log).unwrap();
     let _ = std::fs::remove_file(&log);
     assert_eq!(runs.lines().count(), 1, "{runs:?}");
@@ -291,14 +318,11 @@ mod tests {
   #[tokio::test]
   async fn cancelled_callers_do_not_stall_the_command() {
     let command = "!sleep 0.1; echo late".to_owned();
-    let first = resolve_config_value(&command);
+    let first = resolve(&command);
     // Dropping the only waiter must not leave the cached command unfinished.
     assert!(tokio::time::timeout(Duration::from_millis(10), first)
       .await
       .is_err());
-    assert_eq!(
-      resolve_config_value(&command).await.as_deref(),
-      Some("late")
-    );
+    assert_eq!(resolve(&command).await.as_deref(), Some("late"));
   }
 }

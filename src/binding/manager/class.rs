@@ -1,80 +1,55 @@
 //! The `MCPManager` class and `createMCPManager`. Methods are ordinary prototype methods,
-//! so a JS subclass can override them and `vi.spyOn` works (W1); the flows call the
-//! overridable ones (`prepareConfig`, `connectServers`, `refreshServerTools`,
-//! `waitForConnection`) through the object.
-use std::cell::RefCell;
+//! so a JS subclass can override them and `vi.spyOn` works (W1); each call remembers the
+//! object, so the core's flows call the overridable ones through it.
 use std::rc::Rc;
 
 use napi::bindgen_prelude::{JavaScriptClassExt, This};
 use napi::{sys, Env};
 use napi_derive::napi;
 
-use super::connect::{list, settle_phase};
-use super::state::{with, Phase, Servers};
-use super::{not_connected, Manager};
-use crate::binding::client::{call_method, Held};
-use crate::binding::js::{Js, JsArg, JsRaw, Thrown, Value};
-use crate::binding::js_async::when_settled;
+use super::JsManagerHost;
+use crate::binding::executor::promise;
+use crate::binding::host::call_method;
+use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
 use crate::binding::transport_class::{finish, thrown};
+use crate::host::Values;
+use crate::manager::{discover_and_connect, prepare_entries, Entry, Manager, Wait};
 
 #[napi(js_name = "MCPManager")]
 pub struct JsMcpManager {
-  manager: Rc<Manager>,
+  manager: Rc<Manager<JsManagerHost>>,
 }
 
 fn optional(js: Js, value: Option<JsArg>) -> Option<Value> {
   value.map(|v| v.0).filter(|v| !js.is_nullish(*v))
 }
 
-impl JsMcpManager {
-  fn build(
-    js: Js,
-    cwd: Value,
-    tool_cache: Option<Value>,
-    options: Option<Value>,
-  ) -> Result<Self, Thrown> {
-    let Some(cwd) = js.rust_string(cwd) else {
-      return Err(Thrown(js_error::type_error(
-        js,
-        "The \"cwd\" argument must be a string",
-      )));
-    };
-    if let Some(options) = options {
-      if js.type_of(options) != sys::ValueType::napi_object {
-        return Err(Thrown(js_error::type_error(
-          js,
-          "The \"options\" argument must be an object",
-        )));
-      }
-    }
-    Ok(JsMcpManager {
-      manager: Rc::new(Manager {
-        cwd,
-        tool_cache: tool_cache.map(|c| Held::new(js, c)),
-        options: options.map(|o| Held::new(js, o)),
-        auth_storage: RefCell::new(None),
-        this: RefCell::new(None),
-        servers: RefCell::new(Servers::default()),
-      }),
-    })
-  }
-
-  fn bound(&self, js: Js, this: &This<JsArg>) -> Rc<Manager> {
-    self.manager.remember_this(js, this.object.0);
-    self.manager.clone()
-  }
+fn type_error(js: Js, message: &str) -> Thrown {
+  Thrown(js_error::type_error(js, message))
 }
 
-fn name_arg(js: Js, name: JsArg) -> Option<String> {
-  js.rust_string(name.0)
+/// A JS value as JSON (`undefined` fields dropped, as `JSON.stringify` does).
+fn json_of(js: Js, value: Value) -> serde_json::Value {
+  js.json_stringify(value)
+    .ok()
+    .flatten()
+    .and_then(|text| serde_json::from_str(&text).ok())
+    .unwrap_or(serde_json::Value::Null)
 }
 
-fn reject_name(js: Js) -> Result<Value, Thrown> {
-  js.rejected(js_error::type_error(
-    js,
-    "The \"name\" argument must be a string",
-  ))
+/// `sources[name]` from a plain object or a Map.
+fn source_of(js: Js, sources: Value, name: &str) -> Result<Option<Value>, Thrown> {
+  if js.type_of(sources) != sys::ValueType::napi_object {
+    return Ok(None);
+  }
+  let get = js.get(sources, "get")?;
+  let value = if js.is_function(get) && !js.is_array(sources) {
+    js.call(get, sources, &[js.string(name)])?
+  } else {
+    js.get(sources, name)?
+  };
+  Ok((!js.is_nullish(value)).then_some(value))
 }
 
 fn string_array(js: Js, names: &[String]) -> Result<Value, Thrown> {
@@ -85,56 +60,35 @@ fn string_array(js: Js, names: &[String]) -> Result<Value, Thrown> {
   Ok(array)
 }
 
-/// Resolves once every promise in `pending` settled; failures go to `on_error`.
-fn all_settled(
-  js: Js,
-  pending: Vec<Value>,
-  on_error: impl Fn(Js, Value) + 'static,
-) -> Result<Value, Thrown> {
-  let (deferred, promise) = js.create_promise()?;
-  if pending.is_empty() {
-    js.resolve(deferred, js.undefined());
-    return Ok(promise);
+impl JsMcpManager {
+  fn build(
+    js: Js,
+    cwd: Value,
+    tool_cache: Option<Value>,
+    options: Option<Value>,
+  ) -> Result<Self, Thrown> {
+    let Some(cwd) = js.rust_string(cwd) else {
+      return Err(type_error(js, "The \"cwd\" argument must be a string"));
+    };
+    if options.is_some_and(|o| js.type_of(o) != sys::ValueType::napi_object) {
+      return Err(type_error(js, "The \"options\" argument must be an object"));
+    }
+    let host = JsManagerHost::new(js, tool_cache, options);
+    Ok(JsMcpManager {
+      manager: Manager::new(host, cwd),
+    })
   }
-  let left = Rc::new(std::cell::Cell::new(pending.len()));
-  let deferred = Rc::new(std::cell::Cell::new(Some(deferred)));
-  let on_error = Rc::new(on_error);
-  for value in pending {
-    let left = left.clone();
-    let deferred = deferred.clone();
-    let on_error = on_error.clone();
-    when_settled(js, value, move |js, result| {
-      if let Err(error) = result {
-        on_error(js, error);
-      }
-      left.set(left.get() - 1);
-      if left.get() == 0 {
-        if let Some(deferred) = deferred.take() {
-          js.resolve(deferred, js.undefined());
-        }
-      }
-    });
-  }
-  Ok(promise)
-}
 
-/// Forgets a server: its waiters are told it is not connected, a connect in flight is
-/// aborted, and the transport's close promise (if there was one) is returned.
-fn forget(js: Js, server: super::state::Server) -> Option<Value> {
-  let connection = server.connection(js);
-  if let Some(controller) = &server.abort {
-    let _ = call_method(js, controller.get(js), "abort", &[]);
+  fn bound(&self, this: &This<JsArg>) -> Rc<Manager<JsManagerHost>> {
+    self.manager.host().remember_this(this.object.0);
+    self.manager.clone()
   }
-  settle_phase(js, server.phase, Err(not_connected(js, &server.name)));
-  let connection = connection?;
-  let transport = js.get(connection, "transport").ok()?;
-  if js.type_of(transport) != sys::ValueType::napi_object {
-    return None;
+
+  /// `name` as a string, else the TypeError to reject with.
+  fn name(js: Js, name: JsArg) -> Result<String, Value> {
+    js.rust_string(name.0)
+      .ok_or_else(|| js_error::type_error(js, "The \"name\" argument must be a string"))
   }
-  Some(
-    call_method(js, transport, "close", &[])
-      .unwrap_or_else(|Thrown(e)| js.rejected(e).unwrap_or_else(|_| js.undefined())),
-  )
 }
 
 #[napi]
@@ -153,20 +107,53 @@ impl JsMcpManager {
 
   #[napi(getter, skip_typescript)]
   pub fn cwd(&self) -> String {
-    self.manager.cwd.clone()
+    self.manager.cwd().to_string()
   }
 
   #[napi(js_name = "setAuthStorage", skip_typescript)]
   pub fn set_auth_storage(&self, env: Env, storage: Option<JsArg>) {
     let js = Js::new(env.raw());
-    *self.manager.auth_storage.borrow_mut() = optional(js, storage).map(|s| Held::new(js, s));
+    *self.manager.host().0.auth_storage.borrow_mut() =
+      optional(js, storage).map(|s| Held::new(js, s));
   }
 
+  /// M3/W6: a copy of the config with the OAuth credential injected and its env (stdio) or
+  /// header (http/sse) values resolved; the caller's config is never touched.
   #[napi(js_name = "prepareConfig", skip_typescript)]
   pub fn prepare_config(&self, env: Env, this: This<JsArg>, config: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let manager = self.bound(js, &this);
-    finish(js, super::prepare::prepare_config(&manager, js, config.0))
+    let manager = self.bound(&this);
+    let config = config.0;
+    if !js.is_record(config) {
+      let error = js_error::type_error(js, "The \"config\" argument must be an object");
+      return finish(js, js.rejected(error));
+    }
+    let host = manager.host().clone();
+    let json = json_of(js, config);
+    let copy = host.shallow_copy(&host.base().hold(config));
+    let preparing = async move {
+      let copy = copy?;
+      let prepared = prepare_entries(&host, &json).await;
+      let original = host.field(&copy, prepared.field)?;
+      let entries = if host.is_object(&original) {
+        host.shallow_copy(&original)?
+      } else {
+        host.object(Vec::new())?
+      };
+      let object = entries.get(js);
+      for (key, value) in prepared.updates {
+        match value {
+          Some(value) => js.set(object, &key, js.string(&value)),
+          None => js.delete(object, &key),
+        }
+      }
+      let has_entries = js.keys(object).is_ok_and(|keys| !keys.is_empty());
+      if !host.is_nullish(&original) || has_entries {
+        host.set_field(&copy, prepared.field, entries)?;
+      }
+      Ok(copy)
+    };
+    finish(js, promise(js, preparing))
   }
 
   #[napi(js_name = "connectServers", skip_typescript)]
@@ -179,13 +166,67 @@ impl JsMcpManager {
     on_connecting: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let manager = self.bound(js, &this);
+    let manager = self.bound(&this);
+    let configs = configs.0;
+    if !js.is_record(configs) {
+      let error = js_error::type_error(js, "The \"configs\" argument must be an object");
+      return finish(js, js.rejected(error));
+    }
     let sources = sources.map_or_else(|| js.undefined(), |s| s.0);
-    let on_connecting = on_connecting.map_or_else(|| js.undefined(), |c| c.0);
-    finish(
-      js,
-      super::gate::connect_servers(&manager, js, configs.0, sources, on_connecting),
-    )
+    let entries = (|| {
+      let mut entries = Vec::new();
+      for name in js.keys(configs)? {
+        let config = js.get(configs, &name)?;
+        let source = source_of(js, sources, &name)?;
+        entries.push(Entry {
+          config_json: json_of(js, config),
+          config: Held::new(js, config),
+          source: source.map(|s| Held::new(js, s)),
+          name,
+        });
+      }
+      Ok::<_, Thrown>(entries)
+    })();
+    let entries = match entries {
+      Ok(entries) => entries,
+      Err(Thrown(error)) => return finish(js, js.rejected(error)),
+    };
+    let on_connecting = on_connecting
+      .map(|c| c.0)
+      .filter(|c| js.is_function(*c))
+      .map(|c| Held::new(js, c));
+    let host = manager.host().clone();
+    let connecting = async move {
+      let report = manager
+        .connect_servers(entries, |names| {
+          if let (Some(callback), Ok(list)) = (on_connecting, string_array(js, names)) {
+            // The connects are registered already; a throwing callback only loses itself.
+            let _ = js.call(callback.get(js), js.undefined(), &[list]);
+          }
+        })
+        .await?;
+      let built = (|| {
+        let errors = js.construct(js.get(js.global(), "Map")?, &[])?;
+        let set = js.get(errors, "set")?;
+        for (name, message) in &report.errors {
+          js.call(set, errors, &[js.string(name), js.string(message)])?;
+        }
+        let result = js.object()?;
+        js.set(result, "tools", report.tools.get(js));
+        js.set(result, "errors", errors);
+        js.set(
+          result,
+          "connectedServers",
+          string_array(js, &report.connected)?,
+        );
+        js.set(result, "exaApiKeys", js.array(0)?);
+        Ok::<_, Thrown>(result)
+      })();
+      built
+        .map(|result| host.base().hold(result))
+        .map_err(|Thrown(error)| host.base().hold(error))
+    };
+    finish(js, promise(js, connecting))
   }
 
   #[napi(js_name = "discoverAndConnect", skip_typescript)]
@@ -196,266 +237,140 @@ impl JsMcpManager {
     options: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let manager = self.bound(js, &this);
-    let options = options.map_or_else(|| js.undefined(), |o| o.0);
-    finish(
-      js,
-      super::discover::discover_and_connect(&manager, js, this.object.0, options),
-    )
+    let manager = self.bound(&this);
+    let options = options
+      .map(|o| o.0)
+      .filter(|o| js.type_of(*o) == sys::ValueType::napi_object);
+    let options = match options.map_or_else(|| js.object(), Ok) {
+      Ok(options) => Held::new(js, options),
+      Err(Thrown(error)) => return finish(js, js.rejected(error)),
+    };
+    let host = manager.host().clone();
+    let discovering = discover_and_connect(host, manager.cwd().to_string(), options);
+    finish(js, promise(js, discovering))
   }
 
   #[napi(js_name = "getTools", skip_typescript)]
   pub fn get_tools(&self, env: Env) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = (|| {
-      let arrays: Vec<Value> = with(&self.manager.servers, |s| {
-        s.iter()
-          .filter_map(|server| server.tools.as_ref().map(|t| t.get(js)))
-          .collect()
-      });
-      let all = js.array(0)?;
-      let mut index = 0;
-      for tools in arrays.into_iter().filter(|t| js.is_array(*t)) {
-        for i in 0..js.array_length(tools) {
-          js.set_element(all, index, js.element(tools, i)?)?;
-          index += 1;
-        }
-      }
-      Ok(all)
-    })();
-    finish(js, result)
+    let tools = self
+      .manager
+      .tools()
+      .map(|tools| tools.get(js))
+      .map_err(|error| Thrown(error.get(js)));
+    finish(js, tools)
   }
 
   #[napi(js_name = "getConnection", skip_typescript)]
   pub fn get_connection(&self, env: Env, name: JsArg) -> JsRaw {
     let js = Js::new(env.raw());
-    let connection = name_arg(js, name).and_then(|name| {
-      with(&self.manager.servers, |s| {
-        s.get(&name).and_then(|server| server.connection(js))
-      })
-    });
-    JsRaw(connection.unwrap_or_else(|| js.undefined()))
+    let connection = js
+      .rust_string(name.0)
+      .and_then(|name| self.manager.connection(&name));
+    JsRaw(connection.map_or_else(|| js.undefined(), |c| c.get(js)))
   }
 
   #[napi(js_name = "getConnectionStatus", skip_typescript)]
   pub fn get_connection_status(&self, env: Env, name: JsArg) -> &'static str {
     let js = Js::new(env.raw());
-    name_arg(js, name)
-      .and_then(|name| {
-        with(&self.manager.servers, |s| {
-          s.get(&name).map(|server| server.status())
-        })
-      })
-      .unwrap_or("disconnected")
+    js.rust_string(name.0)
+      .map_or("disconnected", |name| self.manager.status(&name))
   }
 
   #[napi(js_name = "getSource", skip_typescript)]
   pub fn get_source(&self, env: Env, name: JsArg) -> JsRaw {
     let js = Js::new(env.raw());
-    let source = name_arg(js, name).and_then(|name| {
-      with(&self.manager.servers, |s| {
-        s.sources.get(&name).map(|h| h.get(js))
-      })
-    });
-    JsRaw(source.unwrap_or_else(|| js.undefined()))
+    let source = js
+      .rust_string(name.0)
+      .and_then(|name| self.manager.source(&name));
+    JsRaw(source.map_or_else(|| js.undefined(), |s| s.get(js)))
   }
 
   #[napi(js_name = "waitForConnection", skip_typescript)]
   pub fn wait_for_connection(&self, env: Env, name: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = (|| {
-      let Some(name) = name_arg(js, name) else {
-        return reject_name(js);
-      };
-      enum Found {
-        Connected(Value),
-        Pending(Value),
-        Missing,
-      }
-      let found = with(&self.manager.servers, |s| match s.get(&name) {
-        Some(server) => match (&server.phase, server.pending()) {
-          (Phase::Connected(c), _) => Found::Connected(c.get(js)),
-          (_, Some(pending)) => Found::Pending(pending.promise.get(js)),
-          _ => Found::Missing,
-        },
-        None => Found::Missing,
-      });
-      match found {
-        Found::Connected(connection) => js.resolved(connection),
-        Found::Pending(promise) => Ok(promise),
-        Found::Missing => js.rejected(not_connected(js, &name)),
-      }
-    })();
+    let result = match Self::name(js, name) {
+      Err(error) => js.rejected(error),
+      Ok(name) => match self.manager.wait_for_connection(&name) {
+        Wait::Connected(connection) => js.resolved(connection.get(js)),
+        Wait::Pending(promise) => Ok(promise.get(js)),
+        Wait::Missing(error) => js.rejected(error.get(js)),
+      },
+    };
     finish(js, result)
   }
 
   #[napi(js_name = "getConnectedServers", skip_typescript)]
   pub fn get_connected_servers(&self, env: Env) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let names: Vec<String> = with(&self.manager.servers, |s| {
-      s.iter()
-        .filter(|server| matches!(server.phase, Phase::Connected(_)))
-        .map(|server| server.name.clone())
-        .collect()
-    });
-    finish(js, string_array(js, &names))
+    finish(js, string_array(js, &self.manager.connected_servers()))
   }
 
   #[napi(js_name = "getAllServerNames", skip_typescript)]
   pub fn get_all_server_names(&self, env: Env) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let names: Vec<String> = with(&self.manager.servers, |s| {
-      s.iter().map(|server| server.name.clone()).collect()
-    });
-    finish(js, string_array(js, &names))
+    finish(js, string_array(js, &self.manager.all_server_names()))
   }
 
   /// M7: forgets the server (pending state, source, tools) and closes its transport.
   #[napi(js_name = "disconnectServer", skip_typescript)]
   pub fn disconnect_server(&self, env: Env, name: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = (|| {
-      let Some(name) = name_arg(js, name) else {
-        return reject_name(js);
-      };
-      let server = with(&self.manager.servers, |s| {
-        s.sources.remove(&name);
-        s.remove(&name)
-      });
-      let closing = server.and_then(|server| forget(js, server));
-      let Some(closing) = closing else {
-        return js.resolved(js.undefined());
-      };
-      let (deferred, promise) = js.create_promise()?;
-      when_settled(js, closing, move |js, result| match result {
-        Ok(_) => js.resolve(deferred, js.undefined()),
-        Err(error) => js.reject(deferred, error),
-      });
-      Ok(promise)
-    })();
-    finish(js, result)
+    let name = match Self::name(js, name) {
+      Ok(name) => name,
+      Err(error) => return finish(js, js.rejected(error)),
+    };
+    let manager = self.manager.clone();
+    let disconnecting = async move {
+      manager.disconnect_server(&name).await?;
+      Ok(manager.host().undefined())
+    };
+    finish(js, promise(js, disconnecting))
   }
 
   /// M7: closes everything, never rejects.
   #[napi(js_name = "disconnectAll", skip_typescript)]
   pub fn disconnect_all(&self, env: Env) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let servers = with(&self.manager.servers, |s| s.take_all());
-    let closing: Vec<Value> = servers
-      .into_iter()
-      .filter_map(|server| forget(js, server))
-      .collect();
-    finish(js, all_settled(js, closing, |_, _| {}))
+    let manager = self.manager.clone();
+    let disconnecting = async move {
+      manager.disconnect_all().await;
+      Ok(manager.host().undefined())
+    };
+    finish(js, promise(js, disconnecting))
   }
 
   /// M8: lists the server's tools again, caches them and replaces its tools.
   #[napi(js_name = "refreshServerTools", skip_typescript)]
   pub fn refresh_server_tools(&self, env: Env, name: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = (|| {
-      let Some(name) = name_arg(js, name) else {
-        return reject_name(js);
-      };
-      let current = with(&self.manager.servers, |s| {
-        s.get(&name).and_then(|server| match &server.phase {
-          Phase::Connected(c) => Some((c.get(js), server.generation)),
-          _ => None,
-        })
-      });
-      let Some((connection, generation)) = current else {
-        return js.resolved(js.undefined());
-      };
-      js.set(connection, "tools", js.undefined());
-      let listing = match list(js, connection) {
-        Ok(listing) => listing,
-        Err(Thrown(error)) => return js.rejected(error),
-      };
-      let (deferred, promise) = js.create_promise()?;
-      let manager = self.manager.clone();
-      let held = Held::new(js, connection);
-      when_settled(js, listing, move |js, result| {
-        let replaced = result.and_then(|definitions| {
-          replace_tools(&manager, js, &name, generation, held.get(js), definitions)
-            .map_err(|Thrown(e)| e)
-        });
-        match replaced {
-          Ok(()) => js.resolve(deferred, js.undefined()),
-          Err(error) => js.reject(deferred, error),
-        }
-      });
-      Ok(promise)
-    })();
-    finish(js, result)
+    let name = match Self::name(js, name) {
+      Ok(name) => name,
+      Err(error) => return finish(js, js.rejected(error)),
+    };
+    let manager = self.manager.clone();
+    let refreshing = async move {
+      manager.refresh_server_tools(&name).await?;
+      Ok(manager.host().undefined())
+    };
+    finish(js, promise(js, refreshing))
   }
 
   /// M8: `this.refreshServerTools` for every connected server; settles, never rejects.
   #[napi(js_name = "refreshAllTools", skip_typescript)]
   pub fn refresh_all_tools(&self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let manager = self.bound(js, &this);
-    let result = (|| {
-      let names: Vec<String> = with(&manager.servers, |s| {
-        s.iter()
-          .filter(|server| matches!(server.phase, Phase::Connected(_)))
-          .map(|server| server.name.clone())
-          .collect()
-      });
-      let mut pending = Vec::new();
-      for name in names {
-        match call_method(js, this.object.0, "refreshServerTools", &[js.string(&name)]) {
-          Ok(p) => pending.push(p),
-          Err(Thrown(error)) => pending.push(js.rejected(error)?),
-        }
-      }
-      let weak = Rc::downgrade(&manager);
-      all_settled(js, pending, move |js, error| {
-        if let Some(manager) = weak.upgrade() {
-          let message = js.error_message(error);
-          manager.log(
-            js,
-            "warn",
-            &format!("Failed to refresh MCP tools: {message}"),
-            "",
-            Some(&message),
-          );
-        }
-      })
-    })();
-    finish(js, result)
+    let manager = self.bound(&this);
+    let refreshing = async move {
+      manager.refresh_all_tools().await;
+      Ok(manager.host().undefined())
+    };
+    finish(js, promise(js, refreshing))
   }
 }
 
-fn replace_tools(
-  manager: &Rc<Manager>,
-  js: Js,
-  name: &str,
-  generation: u64,
-  connection: Value,
-  definitions: Value,
-) -> Result<(), Thrown> {
-  let still = with(&manager.servers, |s| {
-    s.current(name, generation)
-      .is_some_and(|server| matches!(server.phase, Phase::Connected(_)))
-  });
-  if !still {
-    return Ok(());
-  }
-  let built = super::tools::live(manager, js, name, connection, definitions)?;
-  let tools = Held::new(js, built);
-  let config = with(&manager.servers, |s| {
-    s.current(name, generation).map(|server| {
-      server.tools = Some(tools);
-      server.tools_deferred = false;
-      server.config.get(js)
-    })
-  });
-  if let Some(config) = config {
-    manager.write_cache(js, name, config, definitions);
-  }
-  Ok(())
-}
-
-/// M9: `new MCPManager(cwd, options.toolCache, options)` and its `discoverAndConnect(options)`.
+/// M9: `new MCPManager(cwd, options.toolCache, options)` and its `discoverAndConnect(options)`;
+/// when that fails, everything it connected is closed.
 #[napi(js_name = "createMCPManager", skip_typescript)]
 pub fn create_mcp_manager(env: Env, cwd: JsArg, options: Option<JsArg>) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
@@ -472,34 +387,27 @@ pub fn create_mcp_manager(env: Env, cwd: JsArg, options: Option<JsArg>) -> napi:
       Ok(manager) => manager,
       Err(Thrown(error)) => return js.rejected(error),
     };
-    let instance = manager
+    let host = manager.manager.host().clone();
+    let object = manager
       .into_instance(&env)
-      .map_err(|e| Thrown(js.error(crate::binding::js::ErrorKind::Error, &e.reason)))?;
-    let object = instance.value;
+      .map_err(|e| Thrown(js.error(crate::binding::js::ErrorKind::Error, &e.reason)))?
+      .value;
+    let object = host.base().hold(object);
     let discover_options = options.unwrap_or_else(|| js.undefined());
-    let discovered = call_method(js, object, "discoverAndConnect", &[discover_options])?;
-    let (deferred, promise) = js.create_promise()?;
-    let object = Held::new(js, object);
-    when_settled(js, discovered, move |js, result| match result {
-      Err(error) => {
-        if let Ok(disconnecting) = call_method(js, object.get(js), "disconnectAll", &[]) {
-          when_settled(js, disconnecting, |_, _| {});
-        }
-        js.reject(deferred, error)
-      }
-      Ok(result) => {
-        let answer = js.object();
-        match answer {
-          Ok(answer) => {
-            js.set(answer, "manager", object.get(js));
-            js.set(answer, "result", result);
-            js.resolve(deferred, answer);
+    let discovering = host
+      .base()
+      .call_method(&object, "discoverAndConnect", &[discover_options]);
+    promise(js, async move {
+      match discovering.await {
+        Err(error) => {
+          if let Ok(closing) = call_method(js, object.get(js), "disconnectAll", &[]) {
+            let _ = crate::binding::executor::settled(js, closing).await;
           }
-          Err(Thrown(error)) => js.reject(deferred, error),
+          Err(error)
         }
+        Ok(result) => host.object(vec![("manager", object), ("result", result)]),
       }
-    });
-    Ok(promise)
+    })
   })();
   finish(js, result)
 }

@@ -1,44 +1,74 @@
-//! `MCPManager` (SPEC §8, §8.1) as seen from JS: parallel connects behind the startup gate,
-//! tool objects per server, config resolution, discovery and reconnects.
-//!
-//! The pure parts (naming, validation, `.mcp.json`, value resolution, the file cache,
-//! backoff) live in `crate::manager`; this layer keeps the JS objects the agent sees (its
-//! configs, connections and tools) and sequences the JS callbacks it plugs in.
+//! `MCPManager` (SPEC §8, §8.1) as seen from JS. The state machine and its flows are the
+//! core's (`crate::manager`); `JsManagerHost` gives them the JS objects the agent plugs in:
+//! the manager object itself (its possibly overridden methods, W1), its options, the tool
+//! cache, the auth storage.
 mod class;
-mod connect;
-mod discover;
-mod gate;
-mod prepare;
-mod reconnect;
-mod state;
 mod tool_cache;
 mod tools;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::Duration;
 
+use futures::future::LocalBoxFuture;
 use napi::sys;
 
-use super::client::{call_method, Held};
-use super::js::{Js, JsRaw, Thrown, Value};
-use super::js_async::when_settled;
-use state::Servers;
+use super::client::connect_request;
+use super::executor;
+use super::host::{call_method, ready, JsHost};
+use super::js::{ErrorKind, Held, Js, Thrown, Value};
+use crate::host::{Clock, Pending, Transports, Values};
+use crate::manager::backoff::ReconnectPolicy;
+use crate::manager::config_file::ProjectConfigs;
+use crate::manager::host::{Level, ManagerHost, Settings, Watch};
 
-/// The manager's state, owned by its JS object; JS functions it hands out hold it weakly.
-pub(crate) struct Manager {
-  cwd: String,
+#[derive(Clone)]
+pub(crate) struct JsManagerHost(Rc<Inner>);
+
+struct Inner {
+  base: JsHost,
   tool_cache: Option<Held>,
   options: Option<Held>,
   auth_storage: RefCell<Option<Held>>,
-  /// The JS object (weak), so flows can call its possibly overridden methods (W1).
+  /// The JS object (weak), so flows call its possibly overridden methods (W1).
   this: RefCell<Option<Held>>,
-  servers: RefCell<Servers>,
 }
 
-impl Manager {
+impl JsManagerHost {
+  fn new(js: Js, tool_cache: Option<Value>, options: Option<Value>) -> Self {
+    JsManagerHost(Rc::new(Inner {
+      base: JsHost::new(js),
+      tool_cache: tool_cache.map(|c| Held::new(js, c)),
+      options: options.map(|o| Held::new(js, o)),
+      auth_storage: RefCell::new(None),
+      this: RefCell::new(None),
+    }))
+  }
+
+  fn js(&self) -> Js {
+    self.0.base.js
+  }
+
+  fn base(&self) -> &JsHost {
+    &self.0.base
+  }
+
+  fn remember_this(&self, this: Value) {
+    let js = self.js();
+    let mut slot = self.0.this.borrow_mut();
+    let same = slot
+      .as_ref()
+      .is_some_and(|held| js.strict_equals(held.get(js), this));
+    if !same {
+      *slot = Some(Held::weak(js, this));
+    }
+  }
+
   /// `options[name]` unless nullish.
-  fn option(&self, js: Js, name: &str) -> Option<Value> {
-    let options = self.options.as_ref()?.get(js);
+  fn option(&self, name: &str) -> Option<Value> {
+    let js = self.js();
+    let options = self.0.options.as_ref()?.get(js);
     if js.is_nullish(options) {
       return None;
     }
@@ -46,38 +76,243 @@ impl Manager {
   }
 
   /// `options[name]` when it is a function, with `options` as its `this`.
-  fn option_function(&self, js: Js, name: &str) -> Option<(Value, Value)> {
-    let options = self.options.as_ref()?.get(js);
-    let function = self.option(js, name)?;
+  fn option_function(&self, name: &str) -> Option<(Value, Value)> {
+    let js = self.js();
+    let function = self.option(name)?;
+    let options = self.0.options.as_ref()?.get(js);
     js.is_function(function).then_some((function, options))
   }
 
-  fn remember_this(&self, js: Js, this: Value) {
-    let mut slot = self.this.borrow_mut();
-    let same = slot
-      .as_ref()
-      .map(|held| held.get(js))
-      .is_some_and(|v| strict_equals(js, v, this));
-    if !same {
-      *slot = Some(Held::weak(js, this));
+  /// `this[method](...args)`, awaited.
+  fn call_this(&self, method: &str, args: &[Value]) -> Pending<Held> {
+    let js = self.js();
+    let this = self.0.this.borrow().as_ref().map(|held| held.get(js));
+    match this.filter(|t| !js.is_nullish(*t)) {
+      Some(this) => self.0.base.call_method(&Held::new(js, this), method, args),
+      None => ready(Err(self.0.base.error("The MCPManager object is gone"))),
     }
   }
 
-  fn this_object(&self, js: Js) -> Result<Value, Thrown> {
-    let this = self.this.borrow().as_ref().map(|held| held.get(js));
-    match this {
-      Some(this) if !js.is_nullish(this) => Ok(this),
-      _ => Err(Thrown(js.error(
-        super::js::ErrorKind::Error,
-        "The MCPManager object is gone",
-      ))),
+  fn cache(&self) -> Option<Held> {
+    let js = self.js();
+    self
+      .0
+      .tool_cache
+      .clone()
+      .filter(|c| !js.is_nullish(c.get(js)))
+  }
+}
+
+/// A `waitForConnection` promise whose rejection counts as handled, so nobody waiting is not
+/// an unhandled rejection.
+pub(crate) struct JsWaiter {
+  promise: Held,
+  deferred: Cell<Option<sys::napi_deferred>>,
+}
+
+impl Drop for JsWaiter {
+  fn drop(&mut self) {
+    // Dropped unsettled: whoever dropped it forgot the server.
+    if let Some(deferred) = self.deferred.take() {
+      let js = self.promise.js();
+      let error = js.error(ErrorKind::Error, "MCP server connection abandoned");
+      js.reject(deferred, error);
+    }
+  }
+}
+
+/// The value, clock and transport traits of the JS host the manager runs on.
+macro_rules! forward {
+  ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+    $(fn $name(&self, $($arg: $ty),*) -> $ret { self.0.base.$name($($arg),*) })*
+  };
+}
+
+impl Values for JsManagerHost {
+  type Value = Held;
+  forward! {
+    undefined() -> Held;
+    string(text: &str) -> Held;
+    json(text: &str) -> Result<Held, Held>;
+    object(fields: Vec<(&str, Held)>) -> Result<Held, Held>;
+    array(items: Vec<Held>) -> Result<Held, Held>;
+    shallow_copy(object: &Held) -> Result<Held, Held>;
+    field(value: &Held, name: &str) -> Result<Held, Held>;
+    set_field(object: &Held, name: &str, value: Held) -> Result<(), Held>;
+    is_undefined(value: &Held) -> bool;
+    is_nullish(value: &Held) -> bool;
+    is_object(value: &Held) -> bool;
+    truthy(value: &Held) -> bool;
+    as_string(value: &Held) -> Option<String>;
+    items(value: &Held) -> Option<Vec<Held>>;
+    error(message: &str) -> Held;
+    type_error(message: &str) -> Held;
+    message(error: &Held) -> String;
+  }
+}
+
+impl Clock for JsManagerHost {
+  forward! {
+    sleep(delay: Duration) -> LocalBoxFuture<'static, ()>;
+    spawn(work: LocalBoxFuture<'static, ()>) -> ();
+  }
+}
+
+impl Transports for JsManagerHost {
+  forward! {
+    create_transport(config: &Held) -> Pending<Held>;
+    request(transport: &Held, method: &str, params: Held, options: Option<Held>) -> Pending<Held>;
+    notify(transport: &Held, method: &str) -> Pending<Held>;
+    close(transport: &Held) -> Pending<Held>;
+  }
+}
+
+impl ManagerHost for JsManagerHost {
+  type Waiter = JsWaiter;
+
+  fn prepare_config(&self, config: &Held) -> Pending<Held> {
+    self.call_this("prepareConfig", &[config.get(self.js())])
+  }
+
+  fn refresh_server_tools(&self, name: &str) -> Pending<Held> {
+    self.call_this("refreshServerTools", &[self.js().string(name)])
+  }
+
+  fn wait_for_connection(&self, name: &str) -> Pending<Held> {
+    self.call_this("waitForConnection", &[self.js().string(name)])
+  }
+
+  fn connect_servers(&self, configs: Held, sources: Held, on_connecting: Held) -> Pending<Held> {
+    let js = self.js();
+    let args = [configs.get(js), sources.get(js), on_connecting.get(js)];
+    self.call_this("connectServers", &args)
+  }
+
+  fn connect(&self, name: &str, config: &Held) -> (Option<Held>, Pending<Held>) {
+    let js = self.js();
+    let base = self.0.base;
+    if let Some((connect, options)) = self.option_function("connect") {
+      return (
+        None,
+        base.call(connect, options, &[js.string(name), config.get(js)]),
+      );
+    }
+    let prepared = (|| {
+      let options = js.object()?;
+      let class = js.get(js.global(), "AbortController")?;
+      let controller = if js.is_function(class) {
+        let controller = js.construct(class, &[])?;
+        js.set(options, "signal", js.get(controller, "signal")?);
+        Some(Held::new(js, controller))
+      } else {
+        None
+      };
+      if let Some(client) = self.option("client") {
+        js.set(options, "client", client);
+      }
+      Ok::<_, Thrown>((controller, options))
+    })();
+    match prepared {
+      Err(Thrown(error)) => (None, ready(Err(base.hold(error)))),
+      Ok((controller, options)) => {
+        let connecting: Pending<Held> =
+          match connect_request(js, js.string(name), config.get(js), Some(options)) {
+            Ok(request) => Box::pin(crate::client::connect(base, request)),
+            Err(error) => ready(Err(base.hold(error))),
+          };
+        (controller, connecting)
+      }
     }
   }
 
-  /// Reports through `options.logger[level]` when the caller gave one.
-  fn log(&self, js: Js, level: &str, message: &str, server: &str, error: Option<&str>) {
-    let Some(logger) = self.option(js, "logger") else {
+  fn abort(&self, controller: &Held) {
+    let _ = call_method(self.js(), controller.get(self.js()), "abort", &[]);
+  }
+
+  fn live_tools(&self, name: &str, connection: &Held, definitions: &Held) -> Result<Held, Held> {
+    tools::live(self, name, connection, definitions)
+  }
+
+  fn deferred_tools(
+    &self,
+    name: &str,
+    definitions: &Held,
+    source: Option<&Held>,
+  ) -> Result<Held, Held> {
+    tools::deferred(self, name, definitions, source)
+  }
+
+  fn cache_get(&self, name: &str, config: &Held) -> Option<Pending<Held>> {
+    let js = self.js();
+    let cache = self.cache()?;
+    Some(
+      self
+        .0
+        .base
+        .call_method(&cache, "get", &[js.string(name), config.get(js)]),
+    )
+  }
+
+  fn cache_set(&self, name: &str, config: &Held, definitions: &Held) -> Option<Pending<Held>> {
+    let js = self.js();
+    let cache = self.cache()?;
+    let args = [js.string(name), config.get(js), definitions.get(js)];
+    Some(self.0.base.call_method(&cache, "set", &args))
+  }
+
+  fn watch(&self, connection: &Held, watch: Watch) -> Result<(), Held> {
+    let js = self.js();
+    let installed = (|| {
+      let transport = js.get(connection.get(js), "transport")?;
+      if js.type_of(transport) != sys::ValueType::napi_object {
+        return Ok(());
+      }
+      let previous = previous_callback(js, transport, "onClose");
+      let on_close = watch.on_close;
+      let hook = js.closure("onClose", move |js, _| {
+        let thrown = previous
+          .as_ref()
+          .and_then(|previous| js.call(previous.get(js), js.undefined(), &[]).err());
+        on_close();
+        thrown.map_or_else(|| Ok(js.undefined()), Err)
+      })?;
+      js.set(transport, "onClose", hook);
+      if let Some(on_notification) = watch.on_notification {
+        let previous = previous_callback(js, transport, "onNotification");
+        let host = self.clone();
+        let server = watch.server;
+        let hook = js.closure("onNotification", move |js, args| {
+          let (method, params) = (args.get(0), args.get(1));
+          let mut thrown = previous.as_ref().and_then(|previous| {
+            js.call(previous.get(js), js.undefined(), &[method, params])
+              .err()
+          });
+          // M10: the caller's own listener hears every notification of every server.
+          if let Some((callback, options)) = host.option_function("onNotification") {
+            let name = js.string(&server);
+            if let Err(error) = js.call(callback, options, &[name, method, params]) {
+              thrown.get_or_insert(error);
+            }
+          }
+          on_notification(&js.rust_string(method).unwrap_or_default());
+          thrown.map_or_else(|| Ok(js.undefined()), Err)
+        })?;
+        js.set(transport, "onNotification", hook);
+      }
+      Ok(())
+    })();
+    installed.map_err(|Thrown(error)| self.0.base.hold(error))
+  }
+
+  fn log(&self, level: Level, message: &str, server: &str, error: Option<&str>) {
+    let js = self.js();
+    let Some(logger) = self.option("logger") else {
       return;
+    };
+    let level = match level {
+      Level::Info => "info",
+      Level::Warn => "warn",
+      Level::Error => "error",
     };
     let Ok(function) = js.get(logger, level) else {
       return;
@@ -85,10 +320,7 @@ impl Manager {
     if !js.is_function(function) {
       return;
     }
-    let context = match js.object() {
-      Ok(context) => context,
-      Err(_) => return,
-    };
+    let Ok(context) = js.object() else { return };
     js.set(context, "server", js.string(server));
     if let Some(error) = error {
       js.set(context, "error", js.string(error));
@@ -96,85 +328,144 @@ impl Manager {
     let _ = js.call(function, logger, &[js.string(message), context]);
   }
 
-  /// M4/M8: a fresh listing is written to the tool cache under the caller's config (W5).
-  fn write_cache(self: &Rc<Self>, js: Js, name: &str, config: Value, definitions: Value) {
-    let Some(cache) = self.tool_cache.as_ref().map(|c| c.get(js)) else {
-      return;
-    };
-    if js.is_nullish(cache) {
-      return;
-    }
-    let written = call_method(js, cache, "set", &[js.string(name), config, definitions]);
-    self.warn_on_failure(js, written, name, "Failed to cache tools of MCP server");
-  }
-
-  /// Background work nobody awaits: a throw or a rejection becomes a `logger.warn`
-  /// `<what> "<server>": <message>`.
-  fn warn_on_failure(
-    self: &Rc<Self>,
-    js: Js,
-    work: Result<Value, Thrown>,
-    server: &str,
-    what: &'static str,
-  ) {
-    let manager = Rc::downgrade(self);
-    let server = server.to_string();
-    let report = move |js: Js, error: Value| {
-      if let Some(manager) = manager.upgrade() {
-        let message = js.error_message(error);
-        let text = format!("{what} \"{server}\": {message}");
-        manager.log(js, "warn", &text, &server, Some(&message));
-      }
-    };
-    match work {
-      Err(Thrown(error)) => report(js, error),
-      Ok(pending) => when_settled(js, pending, move |js, result| {
-        if let Err(error) = result {
-          report(js, error);
+  fn settings(&self) -> Settings {
+    let js = self.js();
+    let startup_timeout = self
+      .option("startupTimeoutMs")
+      .and_then(|v| js.number_value(v))
+      .filter(|ms| ms.is_finite() && *ms >= 0.0)
+      .map(|ms| Duration::from_secs_f64(ms / 1000.0));
+    let reconnect = self.option("reconnect").filter(|r| js.truthy(*r)).map(|r| {
+      let number = |field: &str| {
+        if js.type_of(r) != sys::ValueType::napi_object {
+          return None;
         }
-      }),
+        js.get(r, field)
+          .ok()
+          .and_then(|v| js.number_value(v))
+          .filter(|n| n.is_finite() && *n >= 0.0)
+      };
+      ReconnectPolicy::from_options(
+        number("maxAttempts"),
+        number("initialDelayMs"),
+        number("maxDelayMs"),
+      )
+    });
+    Settings {
+      startup_timeout,
+      reconnect,
+      forwards_notifications: self.option_function("onNotification").is_some(),
+      auto_refresh_tools: self
+        .option("autoRefreshTools")
+        .is_some_and(|v| js.truthy(v)),
     }
   }
-}
 
-fn strict_equals(js: Js, a: Value, b: Value) -> bool {
-  let mut equal = false;
-  unsafe { sys::napi_strict_equals(js.env, a, b, &mut equal) };
-  equal
-}
+  fn waiter(&self) -> Result<JsWaiter, Held> {
+    let js = self.js();
+    let created = (|| {
+      let (deferred, promise) = js.create_promise()?;
+      let ignore = js.closure("ignore", |js, _| Ok(js.undefined()))?;
+      let then = js.get(promise, "then")?;
+      js.call(then, promise, &[js.undefined(), ignore])?;
+      Ok::<_, Thrown>(JsWaiter {
+        promise: Held::new(js, promise),
+        deferred: Cell::new(Some(deferred)),
+      })
+    })();
+    created.map_err(|Thrown(error)| self.0.base.hold(error))
+  }
 
-/// A `#[napi]` export called from Rust: its thrown exception, if any, as `Thrown`.
-fn native_result(js: Js, result: napi::Result<JsRaw>) -> Result<Value, Thrown> {
-  result.map(|raw| raw.0).map_err(|error| {
-    let mut exception = std::ptr::null_mut();
-    unsafe { sys::napi_get_and_clear_last_exception(js.env, &mut exception) };
-    if exception.is_null() || Js::new(js.env).is_nullish(exception) {
-      Thrown(js.error(super::js::ErrorKind::Error, &error.reason))
-    } else {
-      Thrown(exception)
+  fn waiter_value(&self, waiter: &JsWaiter) -> Held {
+    waiter.promise.clone()
+  }
+
+  fn settle_waiter(&self, waiter: &JsWaiter, outcome: Result<&Held, &Held>) {
+    let js = self.js();
+    if let Some(deferred) = waiter.deferred.take() {
+      match outcome {
+        Ok(connection) => js.resolve(deferred, connection.get(js)),
+        Err(error) => js.reject(deferred, error.get(js)),
+      }
     }
-  })
+  }
+
+  fn load_configs(&self, cwd: &str, options: &Held) -> Option<Pending<Held>> {
+    let js = self.js();
+    let options = options.get(js);
+    let own = js
+      .get(options, "loadConfigs")
+      .ok()
+      .filter(|f| js.is_function(*f));
+    // W4: the call's own loader wins over the constructor's.
+    let (load, this) = match own {
+      Some(own) => (own, options),
+      None => self.option_function("loadConfigs")?,
+    };
+    Some(self.0.base.call(load, this, &[js.string(cwd), options]))
+  }
+
+  fn project_configs(&self, project: &ProjectConfigs) -> Result<Held, Held> {
+    let js = self.js();
+    let built = (|| {
+      let configs = js.object()?;
+      let sources = js.object()?;
+      let path = project.path.to_string_lossy().into_owned();
+      for (name, config) in &project.servers {
+        js.set(configs, name, js.json_parse(&config.to_string())?);
+        let source = js.object()?;
+        js.set(source, "provider", js.string("mcp-json"));
+        js.set(source, "providerName", js.string(".mcp.json"));
+        js.set(source, "path", js.string(&path));
+        js.set(source, "level", js.string("project"));
+        js.set(sources, name, source);
+      }
+      let loaded = js.object()?;
+      js.set(loaded, "configs", configs);
+      js.set(loaded, "sources", sources);
+      Ok::<_, Thrown>(loaded)
+    })();
+    built
+      .map(|loaded| Held::new(js, loaded))
+      .map_err(|Thrown(error)| Held::new(js, error))
+  }
+
+  fn credential(&self, id: &str) -> Option<Pending<Held>> {
+    let js = self.js();
+    let storage = self.0.auth_storage.borrow().clone()?;
+    if js.is_nullish(storage.get(js)) {
+      return None;
+    }
+    Some(self.0.base.call_method(&storage, "get", &[js.string(id)]))
+  }
+
+  fn resolve_values(&self, values: &[String]) -> Option<Vec<Pending<Held>>> {
+    let js = self.js();
+    let (resolver, options) = self.option_function("resolveConfigValue")?;
+    Some(
+      values
+        .iter()
+        .map(|value| self.0.base.call(resolver, options, &[js.string(value)]))
+        .collect(),
+    )
+  }
+
+  fn resolve_builtin(&self, values: Vec<String>) -> LocalBoxFuture<'static, Vec<Option<String>>> {
+    let count = values.len();
+    // The runtime's own environment: under Bun `process.env` changes never reach the C one.
+    let environment: HashMap<String, String> = super::args::host_environment(self.js())
+      .into_iter()
+      .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+      .collect();
+    let resolving = executor::on_runtime(
+      self.js(),
+      crate::manager::value_resolution::resolve_config_values(values, environment),
+    );
+    Box::pin(async move { resolving.await.unwrap_or_else(|| vec![None; count]) })
+  }
 }
 
-fn not_connected(js: Js, name: &str) -> Value {
-  js.error(
-    super::js::ErrorKind::Error,
-    &format!("MCP server not connected: {name}"),
-  )
-}
-
-/// Closes a connection's transport, ignoring the outcome.
-fn close_connection(js: Js, connection: Value) {
-  if js.type_of(connection) != sys::ValueType::napi_object {
-    return;
-  }
-  let Ok(transport) = js.get(connection, "transport") else {
-    return;
-  };
-  if js.type_of(transport) != sys::ValueType::napi_object {
-    return;
-  }
-  if let Ok(closing) = call_method(js, transport, "close", &[]) {
-    when_settled(js, closing, |_, _| {});
-  }
+fn previous_callback(js: Js, transport: Value, property: &str) -> Option<Held> {
+  let previous = js.get(transport, property).ok()?;
+  js.is_function(previous).then(|| Held::new(js, previous))
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use napi::Env;
 use napi_derive::napi;
 
-use crate::binding::js::{ErrorKind, Js, JsArg, JsRaw, Thrown, Value};
-use crate::binding::js_async::when_done;
+use crate::binding::executor::{on_runtime, promise};
+use crate::binding::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
 use crate::binding::transport_class::{finish, thrown};
 use crate::manager::tool_cache::FileToolCache;
@@ -34,8 +34,11 @@ fn entry_key(js: Js, server: JsArg, config: JsArg) -> Result<(String, serde_json
   Ok((server, config))
 }
 
-fn runtime_failure(js: Js) -> Value {
-  js.error(ErrorKind::Error, "The async runtime could not start")
+fn runtime_failure(js: Js) -> Held {
+  Held::new(
+    js,
+    js.error(ErrorKind::Error, "The async runtime could not start"),
+  )
 }
 
 #[napi]
@@ -76,26 +79,24 @@ impl JsFileToolCache {
         Err(error) => return js.rejected(error),
       };
       let cache = self.cache.clone();
-      let (deferred, promise) = js.create_promise()?;
-      let lookup = async move {
+      let lookup = on_runtime(js, async move {
         tokio::task::spawn_blocking(move || {
           cache.get(&server, &config).map(|tools| tools.to_string())
         })
         .await
         .ok()
         .flatten()
-      };
-      let scheduled = when_done(js, lookup, move |js, tools| {
+      });
+      promise(js, async move {
+        let Some(tools) = lookup.await else {
+          return Err(runtime_failure(js));
+        };
         let value = match tools {
           Some(text) => js.json_parse(&text).unwrap_or_else(|_| js.null()),
           None => js.null(),
         };
-        js.resolve(deferred, value)
-      });
-      if scheduled.is_none() {
-        js.reject(deferred, runtime_failure(js));
-      }
-      Ok(promise)
+        Ok(Held::new(js, value))
+      })
     })();
     finish(js, result)
   }
@@ -119,28 +120,23 @@ impl JsFileToolCache {
         ));
       };
       let cache = self.cache.clone();
-      let (deferred, promise) = js.create_promise()?;
-      let write = async move {
+      let write = on_runtime(js, async move {
         match tokio::task::spawn_blocking(move || cache.set(&server, &config, &tools)).await {
           Ok(result) => result.map_err(|e| e.to_string()),
           Err(e) => Err(e.to_string()),
         }
-      };
-      let path = self.path();
-      let scheduled = when_done(js, write, move |js, written| match written {
-        Ok(()) => js.resolve(deferred, js.undefined()),
-        Err(message) => {
-          let error = js.error(
-            ErrorKind::Error,
-            &format!("Failed to write tool cache {path}: {message}"),
-          );
-          js.reject(deferred, error)
-        }
       });
-      if scheduled.is_none() {
-        js.reject(deferred, runtime_failure(js));
-      }
-      Ok(promise)
+      let path = self.path();
+      promise(js, async move {
+        match write.await {
+          None => Err(runtime_failure(js)),
+          Some(Ok(())) => Ok(Held::new(js, js.undefined())),
+          Some(Err(message)) => {
+            let message = format!("Failed to write tool cache {path}: {message}");
+            Err(Held::new(js, js.error(ErrorKind::Error, &message)))
+          }
+        }
+      })
     })();
     finish(js, result)
   }

@@ -1,0 +1,305 @@
+//! The core's host traits over JS: values are held JS values, transports are whatever JS
+//! object `connection.transport` is (C5; our own classes answer without leaving Rust for
+//! the I/O), signals are `AbortSignal`s, and the clock is the JS thread's executor.
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
+use napi::sys;
+
+use super::executor;
+use super::js::{ErrorKind, Held, Js, Thrown, Value};
+use super::js_error;
+use crate::host::{Clock, Pending, Signals, Transports, Values};
+
+#[derive(Clone, Copy)]
+pub struct JsHost {
+  pub js: Js,
+}
+
+impl JsHost {
+  pub fn new(js: Js) -> Self {
+    JsHost { js }
+  }
+
+  pub fn hold(&self, value: Value) -> Held {
+    Held::new(self.js, value)
+  }
+
+  fn held(&self, result: Result<Value, Thrown>) -> Result<Held, Held> {
+    result
+      .map(|value| self.hold(value))
+      .map_err(|Thrown(error)| self.hold(error))
+  }
+
+  /// `object[method](...args)`, then its outcome as a promise would settle.
+  pub fn call_method(&self, object: &Held, method: &str, args: &[Value]) -> Pending<Held> {
+    let js = self.js;
+    match call_method(js, object.get(js), method, args) {
+      Ok(value) => executor::settled(js, value),
+      Err(Thrown(error)) => ready(Err(self.hold(error))),
+    }
+  }
+
+  /// A JS call whose outcome (a promise or a plain value) is awaited.
+  pub fn call(&self, function: Value, this: Value, args: &[Value]) -> Pending<Held> {
+    match self.js.call(function, this, args) {
+      Ok(value) => executor::settled(self.js, value),
+      Err(Thrown(error)) => ready(Err(self.hold(error))),
+    }
+  }
+}
+
+pub fn ready<T: 'static>(value: T) -> LocalBoxFuture<'static, T> {
+  Box::pin(std::future::ready(value))
+}
+
+/// Calls `object[method](...args)`; a missing method is a TypeError.
+pub fn call_method(js: Js, object: Value, method: &str, args: &[Value]) -> Result<Value, Thrown> {
+  let function = js.get(object, method)?;
+  if !js.is_function(function) {
+    let error = js_error::type_error(js, &format!("The transport has no \"{method}\" method"));
+    return Err(Thrown(error));
+  }
+  js.call(function, object, args)
+}
+
+impl Values for JsHost {
+  type Value = Held;
+
+  fn undefined(&self) -> Held {
+    self.hold(self.js.undefined())
+  }
+
+  fn string(&self, text: &str) -> Held {
+    self.hold(self.js.string(text))
+  }
+
+  fn json(&self, text: &str) -> Result<Held, Held> {
+    self.held(self.js.json_parse(text))
+  }
+
+  fn object(&self, fields: Vec<(&str, Held)>) -> Result<Held, Held> {
+    let js = self.js;
+    let object = js.object().map_err(|Thrown(e)| self.hold(e))?;
+    for (name, value) in fields {
+      js.set(object, name, value.get(js));
+    }
+    Ok(self.hold(object))
+  }
+
+  fn array(&self, items: Vec<Held>) -> Result<Held, Held> {
+    let js = self.js;
+    let array = js.array(items.len()).map_err(|Thrown(e)| self.hold(e))?;
+    for (index, item) in items.iter().enumerate() {
+      js.set_element(array, index as u32, item.get(js))
+        .map_err(|Thrown(e)| self.hold(e))?;
+    }
+    Ok(self.hold(array))
+  }
+
+  fn shallow_copy(&self, object: &Held) -> Result<Held, Held> {
+    let js = self.js;
+    let copied = (|| {
+      let assign = js.get(js.get(js.global(), "Object")?, "assign")?;
+      js.call(assign, js.undefined(), &[js.object()?, object.get(js)])
+    })();
+    self.held(copied)
+  }
+
+  fn field(&self, value: &Held, name: &str) -> Result<Held, Held> {
+    let js = self.js;
+    let value = value.get(js);
+    if !matches!(
+      js.type_of(value),
+      sys::ValueType::napi_object | sys::ValueType::napi_function
+    ) {
+      return Ok(self.undefined());
+    }
+    self.held(js.get(value, name))
+  }
+
+  fn set_field(&self, object: &Held, name: &str, value: Held) -> Result<(), Held> {
+    let js = self.js;
+    let object = object.get(js);
+    js.set_property(object, js.string(name), value.get(js))
+      .map_err(|Thrown(e)| self.hold(e))
+  }
+
+  fn is_undefined(&self, value: &Held) -> bool {
+    self.js.type_of(value.get(self.js)) == sys::ValueType::napi_undefined
+  }
+
+  fn is_nullish(&self, value: &Held) -> bool {
+    self.js.is_nullish(value.get(self.js))
+  }
+
+  fn is_object(&self, value: &Held) -> bool {
+    self.js.type_of(value.get(self.js)) == sys::ValueType::napi_object
+  }
+
+  fn truthy(&self, value: &Held) -> bool {
+    self.js.truthy(value.get(self.js))
+  }
+
+  fn as_string(&self, value: &Held) -> Option<String> {
+    self.js.rust_string(value.get(self.js))
+  }
+
+  fn items(&self, value: &Held) -> Option<Vec<Held>> {
+    let js = self.js;
+    let array = value.get(js);
+    if !js.is_array(array) {
+      return None;
+    }
+    (0..js.array_length(array))
+      .map(|i| js.element(array, i).ok().map(|item| self.hold(item)))
+      .collect()
+  }
+
+  fn error(&self, message: &str) -> Held {
+    self.hold(self.js.error(ErrorKind::Error, message))
+  }
+
+  fn type_error(&self, message: &str) -> Held {
+    self.hold(js_error::type_error(self.js, message))
+  }
+
+  fn message(&self, error: &Held) -> String {
+    self.js.error_message(error.get(self.js))
+  }
+}
+
+impl Clock for JsHost {
+  fn sleep(&self, delay: Duration) -> LocalBoxFuture<'static, ()> {
+    executor::sleep(self.js, delay)
+  }
+
+  fn spawn(&self, work: LocalBoxFuture<'static, ()>) {
+    executor::spawn(self.js, work);
+  }
+}
+
+impl Transports for JsHost {
+  fn create_transport(&self, config: &Held) -> Pending<Held> {
+    match super::client::create_transport_value(self.js, config.get(self.js)) {
+      Ok(created) => executor::settled(self.js, created),
+      Err(Thrown(error)) => ready(Err(self.hold(error))),
+    }
+  }
+
+  fn request(
+    &self,
+    transport: &Held,
+    method: &str,
+    params: Held,
+    options: Option<Held>,
+  ) -> Pending<Held> {
+    let js = self.js;
+    let mut args = vec![js.string(method), params.get(js)];
+    if let Some(options) = options.filter(|o| !self.is_nullish(o)) {
+      args.push(options.get(js));
+    }
+    self.call_method(transport, "request", &args)
+  }
+
+  fn notify(&self, transport: &Held, method: &str) -> Pending<Held> {
+    self.call_method(transport, "notify", &[self.js.string(method)])
+  }
+
+  fn close(&self, transport: &Held) -> Pending<Held> {
+    self.call_method(transport, "close", &[])
+  }
+}
+
+impl Signals for JsHost {
+  fn abort_reason(&self, signal: &Held) -> Option<Held> {
+    let js = self.js;
+    let signal = signal.get(js);
+    let aborted = js.get(signal, "aborted").ok()?;
+    js.truthy(aborted)
+      .then(|| self.hold(super::calls::abort_reason(js, signal).0))
+  }
+
+  fn when_aborted(&self, signal: &Held) -> LocalBoxFuture<'static, Held> {
+    match AbortWatch::start(self.js, signal.clone()) {
+      Ok(watch) => Box::pin(watch),
+      Err(_) => Box::pin(std::future::pending()),
+    }
+  }
+}
+
+#[derive(Default)]
+struct AbortSlot {
+  reason: Option<Held>,
+  waker: Option<Waker>,
+}
+
+/// An `abort` listener on a signal; removed when the watch is dropped.
+struct AbortWatch {
+  signal: Held,
+  listener: Held,
+  slot: Rc<RefCell<AbortSlot>>,
+}
+
+impl AbortWatch {
+  fn start(js: Js, signal: Held) -> Result<Self, Thrown> {
+    let slot = Rc::new(RefCell::new(AbortSlot::default()));
+    let fired = slot.clone();
+    let target = signal.clone();
+    let listener = js.closure("onAbort", move |js, _| {
+      let reason = Held::new(js, super::calls::abort_reason(js, target.get(js)).0);
+      let waker = {
+        let mut slot = fired.borrow_mut();
+        slot.reason = Some(reason);
+        slot.waker.take()
+      };
+      if let Some(waker) = waker {
+        executor::wake_here(js, &waker);
+      }
+      Ok(js.undefined())
+    })?;
+    call_method(
+      js,
+      signal.get(js),
+      "addEventListener",
+      &[js.string("abort"), listener],
+    )?;
+    Ok(AbortWatch {
+      signal,
+      listener: Held::new(js, listener),
+      slot,
+    })
+  }
+}
+
+impl Future for AbortWatch {
+  type Output = Held;
+
+  fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Held> {
+    let mut slot = self.slot.borrow_mut();
+    match slot.reason.take() {
+      Some(reason) => Poll::Ready(reason),
+      None => {
+        slot.waker = Some(context.waker().clone());
+        Poll::Pending
+      }
+    }
+  }
+}
+
+impl Drop for AbortWatch {
+  fn drop(&mut self) {
+    let js = self.signal.js();
+    let _ = call_method(
+      js,
+      self.signal.get(js),
+      "removeEventListener",
+      &[js.string("abort"), self.listener.get(js)],
+    );
+  }
+}

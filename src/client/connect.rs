@@ -1,0 +1,132 @@
+//! C1: create the transport, `initialize`, build the connection, `notifications/initialized`;
+//! all of it bounded by the connect timeout and the caller's abort signal.
+use std::time::Duration;
+
+use futures::future::{select, Either, LocalBoxFuture};
+use tokio::time::Instant;
+
+use super::handshake::{connect_timeout_message, initialize_params, ClientOptions};
+use crate::host::{Clock, Signals, Transports};
+
+/// One `connectToServer` call.
+pub struct ConnectRequest<V> {
+  pub name: String,
+  /// The caller's config object; the connection keeps it (W3).
+  pub config: V,
+  pub client: ClientOptions,
+  pub signal: Option<V>,
+  /// `config.timeout ?? 30000`; `None` when 0.
+  pub timeout: Option<Duration>,
+}
+
+/// The connection object `{name, config, transport, serverInfo, capabilities,
+/// protocolVersion, instructions?}`, or the error. On any failure the transport is closed
+/// before the error is returned; one that arrives after the connect gave up is closed too.
+pub async fn connect<H>(host: H, request: ConnectRequest<H::Value>) -> Result<H::Value, H::Value>
+where
+  H: Transports + Signals + Clock,
+{
+  if let Some(reason) = request.signal.as_ref().and_then(|s| host.abort_reason(s)) {
+    return Err(reason);
+  }
+  let deadline = request.timeout.map(|t| (Instant::now() + t, t));
+  // C1: once the deadline has passed, its message wins over any other failure (the
+  // initialize request's own timeout expires at the same moment).
+  let blame = |error: H::Value| match deadline {
+    Some((at, limit)) if Instant::now() >= at => timeout_error(&host, &request.name, limit),
+    _ => error,
+  };
+  let mut stop = stopped(&host, &request);
+
+  let creating = host.create_transport(&request.config);
+  let transport = match select(creating, &mut stop).await {
+    Either::Left((Ok(transport), _)) => transport,
+    Either::Left((Err(error), _)) => return Err(blame(error)),
+    Either::Right((reason, creating)) => {
+      let closer = host.clone();
+      host.spawn(Box::pin(async move {
+        if let Ok(transport) = creating.await {
+          let _ = closer.close(&transport).await;
+        }
+      }));
+      return Err(blame(reason));
+    }
+  };
+  let handshake = Box::pin(initialize(&host, &request, &transport));
+  let error = match select(handshake, &mut stop).await {
+    Either::Left((Ok(connection), _)) => return Ok(connection),
+    Either::Left((Err(error), _)) | Either::Right((error, _)) => blame(error),
+  };
+  let _ = host.close(&transport).await;
+  Err(error)
+}
+
+fn timeout_error<H: Transports>(host: &H, name: &str, limit: Duration) -> H::Value {
+  host.error(&connect_timeout_message(name, limit.as_secs_f64() * 1000.0))
+}
+
+/// Resolves with the error that ends the connect early: the timeout's or the abort's.
+fn stopped<'a, H>(
+  host: &'a H,
+  request: &'a ConnectRequest<H::Value>,
+) -> LocalBoxFuture<'a, H::Value>
+where
+  H: Transports + Signals + Clock,
+{
+  let timeout: LocalBoxFuture<'a, H::Value> = match request.timeout {
+    Some(limit) => Box::pin(async move {
+      host.sleep(limit).await;
+      timeout_error(host, &request.name, limit)
+    }),
+    None => Box::pin(std::future::pending()),
+  };
+  let aborted: LocalBoxFuture<'a, H::Value> = match &request.signal {
+    Some(signal) => host.when_aborted(signal),
+    None => Box::pin(std::future::pending()),
+  };
+  Box::pin(async move { select(timeout, aborted).await.factor_first().0 })
+}
+
+async fn initialize<H: Transports>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+) -> Result<H::Value, H::Value> {
+  let params = host.json(&initialize_params(&request.client))?;
+  let mut options = Vec::new();
+  if let Some(signal) = &request.signal {
+    options.push(("signal", signal.clone()));
+  }
+  let options = host.object(options)?;
+  let result = host
+    .request(transport, "initialize", params, Some(options))
+    .await?;
+  let field = |name: &str| {
+    if host.is_object(&result) {
+      host.field(&result, name)
+    } else {
+      Ok(host.undefined())
+    }
+  };
+  let capabilities = field("capabilities")?;
+  let capabilities = if host.is_nullish(&capabilities) {
+    host.object(Vec::new())?
+  } else {
+    capabilities
+  };
+  let mut fields = vec![
+    ("name", host.string(&request.name)),
+    ("config", request.config.clone()),
+    ("transport", transport.clone()),
+    ("serverInfo", field("serverInfo")?),
+    ("capabilities", capabilities),
+    ("protocolVersion", field("protocolVersion")?),
+  ];
+  let instructions = field("instructions")?;
+  if !host.is_nullish(&instructions) {
+    fields.push(("instructions", instructions));
+  }
+  let connection = host.object(fields)?;
+  host.notify(transport, "notifications/initialized").await?;
+  Ok(connection)
+}

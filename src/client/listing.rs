@@ -1,0 +1,94 @@
+//! C2 and C6's listings: every page of a `*/list` method, following `nextCursor`.
+use crate::host::{Transports, Values};
+
+/// `connection.transport`, or the TypeError naming what is wrong (E2).
+pub fn connection_transport<H: Values>(
+  host: &H,
+  connection: &H::Value,
+) -> Result<H::Value, H::Value> {
+  if !host.is_object(connection) {
+    return Err(host.type_error("The \"connection\" argument must be an object"));
+  }
+  let transport = host.field(connection, "transport")?;
+  if !host.is_object(&transport) {
+    return Err(host.type_error("The \"connection.transport\" field must be an MCPTransport"));
+  }
+  Ok(transport)
+}
+
+/// Every item under `key` of every page of `method`: params `{}`, then `{cursor}` while a
+/// page has a `nextCursor`. A page that is not an object ends the listing.
+pub async fn paginate<H: Transports>(
+  host: &H,
+  transport: &H::Value,
+  method: &str,
+  key: &str,
+  options: Option<H::Value>,
+) -> Result<H::Value, H::Value> {
+  let mut all = Vec::new();
+  let mut cursor = None;
+  loop {
+    let params = match cursor.take() {
+      None => host.object(Vec::new())?,
+      Some(cursor) => host.object(vec![("cursor", cursor)])?,
+    };
+    let page = host
+      .request(transport, method, params, options.clone())
+      .await?;
+    if !host.is_object(&page) {
+      break;
+    }
+    if let Some(items) = host.items(&host.field(&page, key)?) {
+      all.extend(items);
+    }
+    let next = host.field(&page, "nextCursor")?;
+    if host.is_nullish(&next) {
+      break;
+    }
+    cursor = Some(next);
+  }
+  host.array(all)
+}
+
+/// C2: `[]` without the tools capability; `connection.tools` once listed; else every page
+/// of `tools/list`, stored in `connection.tools`.
+pub async fn list_tools<H: Transports>(
+  host: H,
+  connection: H::Value,
+  options: Option<H::Value>,
+) -> Result<H::Value, H::Value> {
+  let transport = connection_transport(&host, &connection)?;
+  let capabilities = host.field(&connection, "capabilities")?;
+  let supports =
+    host.is_object(&capabilities) && !host.is_undefined(&host.field(&capabilities, "tools")?);
+  if !supports {
+    return host.array(Vec::new());
+  }
+  let cached = host.field(&connection, "tools")?;
+  if host.truthy(&cached) {
+    return Ok(cached);
+  }
+  let tools = paginate(&host, &transport, "tools/list", "tools", options).await?;
+  host.set_field(&connection, "tools", tools.clone())?;
+  Ok(tools)
+}
+
+/// C3: `tools/call {name, arguments}` (`arguments` defaults to `{}`); the result is the
+/// server's, untouched.
+pub async fn call_tool<H: Transports>(
+  host: H,
+  connection: H::Value,
+  tool: H::Value,
+  arguments: Option<H::Value>,
+  options: Option<H::Value>,
+) -> Result<H::Value, H::Value> {
+  let transport = connection_transport(&host, &connection)?;
+  let arguments = match arguments.filter(|a| !host.is_nullish(a)) {
+    Some(arguments) => arguments,
+    None => host.object(Vec::new())?,
+  };
+  let params = host.object(vec![("name", tool), ("arguments", arguments)])?;
+  host
+    .request(&transport, "tools/call", params, options)
+    .await
+}

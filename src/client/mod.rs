@@ -1,0 +1,13 @@
+//! The client flows of §6 over any host transport (C5): the `initialize` handshake with its
+//! timeout and abort (C1), paginated listings and the tool list cached on the connection
+//! (C2). `handshake` holds the pure parts: what `initialize` offers and the timeout text.
+mod connect;
+pub mod handshake;
+mod listing;
+
+#[cfg(test)]
+mod tests;
+
+pub use connect::{connect, ConnectRequest};
+pub use handshake::{connect_timeout_message, initialize_params, ClientOptions};
+pub use listing::{call_tool, connection_transport, list_tools, paginate};

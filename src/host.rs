@@ -1,0 +1,82 @@
+//! What the client flows and the manager need of their host, as traits: the addon implements
+//! them over JS (`binding/`), the tests over plain Rust fakes.
+//!
+//! The host's values (configs, transports, connections, results, errors) pass through the
+//! flows untouched, so the objects a caller sees keep their identity (W3); the flows only
+//! ask the few questions `Values` answers. Errors are host values too: a JS rejection stays
+//! the very object that was thrown.
+use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
+
+/// A host operation in flight: the host's value, or the host's error value.
+pub type Pending<V> = LocalBoxFuture<'static, Result<V, V>>;
+
+/// The host's values and what the flows ask of them.
+pub trait Values: Clone + 'static {
+  type Value: Clone + 'static;
+
+  fn undefined(&self) -> Self::Value;
+  fn string(&self, text: &str) -> Self::Value;
+  /// A value parsed from JSON text.
+  fn json(&self, text: &str) -> Result<Self::Value, Self::Value>;
+  /// A plain object with these fields, in this order.
+  fn object(&self, fields: Vec<(&str, Self::Value)>) -> Result<Self::Value, Self::Value>;
+  fn array(&self, items: Vec<Self::Value>) -> Result<Self::Value, Self::Value>;
+  /// A new plain object with the own fields of `object` (`Object.assign({}, object)`).
+  fn shallow_copy(&self, object: &Self::Value) -> Result<Self::Value, Self::Value>;
+  /// `value[name]`; `undefined` when `value` is neither an object nor a function.
+  fn field(&self, value: &Self::Value, name: &str) -> Result<Self::Value, Self::Value>;
+  fn set_field(
+    &self,
+    object: &Self::Value,
+    name: &str,
+    value: Self::Value,
+  ) -> Result<(), Self::Value>;
+  fn is_undefined(&self, value: &Self::Value) -> bool;
+  /// `null` or `undefined`.
+  fn is_nullish(&self, value: &Self::Value) -> bool;
+  /// An object (arrays included; not functions, not `null`).
+  fn is_object(&self, value: &Self::Value) -> bool;
+  fn truthy(&self, value: &Self::Value) -> bool;
+  fn as_string(&self, value: &Self::Value) -> Option<String>;
+  /// The elements, when `value` is an array.
+  fn items(&self, value: &Self::Value) -> Option<Vec<Self::Value>>;
+  /// An `Error` with this message.
+  fn error(&self, message: &str) -> Self::Value;
+  /// A `TypeError` with this message (E2).
+  fn type_error(&self, message: &str) -> Self::Value;
+  /// An error's `message`, or the value as text.
+  fn message(&self, error: &Self::Value) -> String;
+}
+
+/// Time and background work. In the addon both run on the JS thread's executor, timed by
+/// tokio in real time; in tests, tokio's paused clock.
+pub trait Clock {
+  fn sleep(&self, delay: Duration) -> LocalBoxFuture<'static, ()>;
+  /// Runs `work` on its own, like a task nobody awaits.
+  fn spawn(&self, work: LocalBoxFuture<'static, ()>);
+}
+
+/// An `MCPTransport` (§2) as the client flows drive it: any object with these methods (C5).
+pub trait Transports: Values {
+  /// §5: the transport a config asks for, connected.
+  fn create_transport(&self, config: &Self::Value) -> Pending<Self::Value>;
+  fn request(
+    &self,
+    transport: &Self::Value,
+    method: &str,
+    params: Self::Value,
+    options: Option<Self::Value>,
+  ) -> Pending<Self::Value>;
+  fn notify(&self, transport: &Self::Value, method: &str) -> Pending<Self::Value>;
+  fn close(&self, transport: &Self::Value) -> Pending<Self::Value>;
+}
+
+/// An `AbortSignal` (T8).
+pub trait Signals: Values {
+  /// The value to reject with when `signal` is already aborted.
+  fn abort_reason(&self, signal: &Self::Value) -> Option<Self::Value>;
+  /// Resolves with the rejection value once `signal` aborts; dropping it stops listening.
+  fn when_aborted(&self, signal: &Self::Value) -> LocalBoxFuture<'static, Self::Value>;
+}

@@ -1,0 +1,193 @@
+//! One server's connect: `this.prepareConfig` → `options.connect ?? connectToServer` →
+//! `listTools`, then adoption of the connection (tools, cache, transport hooks) or the
+//! failure. A completion whose attempt was superseded (the server was disconnected or
+//! reconnected meanwhile) closes what it opened instead of adopting it (M7).
+use std::rc::Rc;
+
+use super::host::{ManagerHost, Watch};
+use super::state::Phase;
+use super::Manager;
+use crate::client::list_tools;
+
+/// How one connect attempt ended, for the startup gate.
+pub(super) enum Outcome {
+  Connected,
+  Failed(String),
+  /// Superseded: the server was disconnected or reconnected meanwhile.
+  Abandoned,
+}
+
+impl<H: ManagerHost> Manager<H> {
+  /// Resolves the config through `this.prepareConfig` (W1) and connects with it (M1, M3).
+  pub(super) async fn open(
+    &self,
+    name: &str,
+    generation: u64,
+    config: &H::Value,
+  ) -> Result<H::Value, H::Value> {
+    let resolved = self.host.prepare_config(config).await?;
+    let (controller, connecting) = self.host.connect(name, &resolved);
+    if let Some(controller) = controller {
+      self.with(|s| {
+        if let Some(server) = s.current(name, generation) {
+          server.abort = Some(controller);
+        }
+      });
+    }
+    connecting.await
+  }
+
+  /// The first connect of `name` at `generation`.
+  pub(super) async fn connect_server(self: &Rc<Self>, name: &str, generation: u64) -> Outcome {
+    let config = self.with(|s| s.current(name, generation).map(|s| s.config.clone()));
+    let Some(config) = config else {
+      return Outcome::Abandoned;
+    };
+    let connection = match self.open(name, generation, &config).await {
+      Ok(connection) => connection,
+      Err(error) => return self.fail(name, generation, error),
+    };
+    if !self.with(|s| s.is_current(name, generation)) {
+      self.close_detached(&connection);
+      return Outcome::Abandoned;
+    }
+    if !self.host.is_object(&connection) {
+      let error = self.host.error(&format!(
+        "Connecting to MCP server \"{name}\" returned no connection"
+      ));
+      return self.fail(name, generation, error);
+    }
+    // W3: the caller's config back (M3: never the resolved one) and the source.
+    let (config, source) = self.with(|s| {
+      (
+        s.get(name).map(|server| server.config.clone()),
+        s.source(name).cloned(),
+      )
+    });
+    if let Some(config) = config {
+      let _ = self.host.set_field(&connection, "config", config);
+    }
+    if let Some(source) = source {
+      let _ = self.host.set_field(&connection, "_source", source);
+    }
+    let listed = list_tools(self.host.clone(), connection.clone(), None).await;
+    if !self.with(|s| s.is_current(name, generation)) {
+      self.close_detached(&connection);
+      return Outcome::Abandoned;
+    }
+    match listed.and_then(|definitions| self.adopt(name, generation, &connection, &definitions)) {
+      Ok(()) => Outcome::Connected,
+      Err(error) => {
+        self.close_detached(&connection);
+        self.fail(name, generation, error)
+      }
+    }
+  }
+
+  /// The connection becomes the server's: live tools replace whatever it had (M4), the
+  /// transport is watched, waiters get the connection, and the listing is cached.
+  pub(super) fn adopt(
+    self: &Rc<Self>,
+    name: &str,
+    generation: u64,
+    connection: &H::Value,
+    definitions: &H::Value,
+  ) -> Result<(), H::Value> {
+    let tools = self.host.live_tools(name, connection, definitions)?;
+    self.watch(name, generation, connection)?;
+    let replaced = self.with(|s| {
+      let server = s.current(name, generation)?;
+      server.tools = Some(tools);
+      server.tools_deferred = false;
+      let previous = std::mem::replace(&mut server.phase, Phase::Connected(connection.clone()));
+      Some((previous, server.config.clone()))
+    });
+    let Some((previous, config)) = replaced else {
+      return Ok(());
+    };
+    self.settle_phase(previous, Ok(connection));
+    self.write_cache(name, &config, definitions);
+    Ok(())
+  }
+
+  /// M10/M11: the manager hears of an unexpected close, and of notifications when it
+  /// forwards them or refreshes tools on `tools/list_changed`.
+  fn watch(
+    self: &Rc<Self>,
+    name: &str,
+    generation: u64,
+    connection: &H::Value,
+  ) -> Result<(), H::Value> {
+    let settings = self.host.settings();
+    let on_close = {
+      let manager = Rc::downgrade(self);
+      let name = name.to_string();
+      Rc::new(move || {
+        if let Some(manager) = manager.upgrade() {
+          manager.transport_closed(&name, generation);
+        }
+      })
+    };
+    let on_notification =
+      (settings.forwards_notifications || settings.auto_refresh_tools).then(|| {
+        let manager = Rc::downgrade(self);
+        let name = name.to_string();
+        Rc::new(move |method: &str| {
+          if let Some(manager) = manager.upgrade() {
+            manager.notified(&name, method);
+          }
+        }) as super::host::NotificationHook
+      });
+    self.host.watch(
+      connection,
+      Watch {
+        server: name.to_string(),
+        on_close,
+        on_notification,
+      },
+    )
+  }
+
+  /// M10 `autoRefreshTools`: `this.refreshServerTools(name)`, failures logged.
+  fn notified(&self, name: &str, method: &str) {
+    if method == "notifications/tools/list_changed" && self.host.settings().auto_refresh_tools {
+      let refreshed = self.host.refresh_server_tools(name);
+      self.warn_on_failure(refreshed, name, "Failed to refresh tools of MCP server");
+    }
+  }
+
+  /// Settles the waiters of a phase that was just left; a reconnect loop stops.
+  pub(super) fn settle_phase(&self, phase: Phase<H>, outcome: Result<&H::Value, &H::Value>) {
+    let waiter = match phase {
+      Phase::Connecting(waiter) => waiter,
+      Phase::Reconnecting { waiter, stop, .. } => {
+        stop.abort();
+        waiter
+      }
+      Phase::Connected(_) | Phase::Dead(_) | Phase::Failed => return,
+    };
+    self.host.settle_waiter(&waiter, outcome);
+  }
+
+  /// The attempt failed: a server that handed out deferred tools keeps them (W7), any other
+  /// is forgotten; waiters get the error.
+  pub(super) fn fail(&self, name: &str, generation: u64, error: H::Value) -> Outcome {
+    let message = self.host.message(&error);
+    let previous = self.with(|s| {
+      let server = s.current(name, generation)?;
+      let keep = server.tools.is_some() && server.tools_deferred;
+      let phase = std::mem::replace(&mut server.phase, Phase::Failed);
+      if !keep {
+        s.remove(name);
+      }
+      Some(phase)
+    });
+    match previous {
+      None => Outcome::Abandoned,
+      Some(phase) => {
+        self.settle_phase(phase, Err(&error));
+        Outcome::Failed(message)
+      }
+    }
+  }
+}

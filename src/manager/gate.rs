@@ -1,0 +1,242 @@
+//! M1/M4 `connectServers`: validate, connect every server in parallel, and answer once all
+//! have settled, or once the startup gate has passed and every server still connecting has
+//! deferred tools from the cache. Completions after the answer replace that server's tools
+//! (and write the cache) as usual; late failures are logged, not thrown.
+use std::collections::HashSet;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::Duration;
+
+use futures::channel::mpsc;
+use futures::future::LocalBoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+
+use super::connect::Outcome;
+use super::host::{Level, ManagerHost};
+use super::state::Phase;
+use super::validation::{join_messages, validate_server_config};
+use super::Manager;
+
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// One server of a `connectServers` call.
+pub struct Entry<V> {
+  pub name: String,
+  /// The caller's config object (W3, W5).
+  pub config: V,
+  /// The same config as JSON, for validation (M2).
+  pub config_json: serde_json::Value,
+  pub source: Option<V>,
+}
+
+/// `{tools, errors, connectedServers}` of one call (`exaApiKeys` is the caller's).
+pub struct Report<V> {
+  pub tools: V,
+  pub errors: Vec<(String, String)>,
+  pub connected: Vec<String>,
+}
+
+enum Event<V> {
+  Settled(String, Outcome),
+  GatePassed,
+  Cached(String, Option<V>),
+}
+
+impl<H: ManagerHost> Manager<H> {
+  /// M1: `on_connecting` hears the names actually being connected, before any waiting.
+  pub async fn connect_servers(
+    self: &Rc<Self>,
+    entries: Vec<Entry<H::Value>>,
+    on_connecting: impl FnOnce(&[String]),
+  ) -> Result<Report<H::Value>, H::Value> {
+    let mut names = Vec::new();
+    let mut errors = Vec::new();
+    let mut to_connect = Vec::new();
+    for entry in entries {
+      let name = entry.name;
+      if let Some(source) = entry.source {
+        let connection = self.with(|s| {
+          s.record_source(&name, source.clone());
+          s.get(&name)
+            .filter(|server| server.is_connected())
+            .and_then(|server| server.connection().cloned())
+        });
+        // W3: a later call with new sources updates a connected server's source.
+        if let Some(connection) = connection {
+          let _ = self.host.set_field(&connection, "_source", source);
+        }
+      }
+      if self.with(|s| s.get(&name).is_some_and(|server| server.is_busy())) {
+        names.push(name);
+        continue;
+      }
+      let problems = validate_server_config(&name, &entry.config_json);
+      if !problems.is_empty() {
+        errors.push((name, join_messages(&problems)));
+        continue;
+      }
+      let waiter = self.host.waiter()?;
+      let generation = self.with(|s| s.begin_connect(&name, entry.config, waiter));
+      names.push(name.clone());
+      to_connect.push((name, generation));
+    }
+    if !to_connect.is_empty() {
+      let connecting: Vec<String> = to_connect.iter().map(|(n, _)| n.clone()).collect();
+      on_connecting(&connecting);
+    }
+    let (sender, mut outcomes) = mpsc::unbounded();
+    let mut remaining: Vec<String> = Vec::new();
+    for (name, generation) in to_connect {
+      remaining.push(name.clone());
+      let manager = self.clone();
+      let sender = sender.clone();
+      self.host.spawn(Box::pin(async move {
+        let outcome = manager.connect_server(&name, generation).await;
+        // The answer went out already: what is left is only worth a log line.
+        if let Err(unsent) = sender.unbounded_send((name, outcome)) {
+          let (name, outcome) = unsent.into_inner();
+          manager.report_late(&name, outcome);
+        }
+      }));
+    }
+    drop(sender);
+
+    let startup = self
+      .host
+      .settings()
+      .startup_timeout
+      .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+    let mut gate = (!remaining.is_empty()).then(|| self.host.sleep(startup));
+    let mut lookups: FuturesUnordered<LocalBoxFuture<'static, (String, Option<H::Value>)>> =
+      FuturesUnordered::new();
+    let mut uncached: HashSet<String> = HashSet::new();
+    let mut gate_passed = false;
+    loop {
+      if remaining.is_empty() || (gate_passed && lookups.is_empty() && uncached.is_empty()) {
+        break;
+      }
+      let event = poll_fn(|context| {
+        if let Poll::Ready(Some((name, outcome))) = outcomes.poll_next_unpin(context) {
+          return Poll::Ready(Event::Settled(name, outcome));
+        }
+        if let Some(timer) = gate.as_mut() {
+          if timer.poll_unpin(context).is_ready() {
+            gate = None;
+            return Poll::Ready(Event::GatePassed);
+          }
+        }
+        if let Poll::Ready(Some((name, definitions))) = lookups.poll_next_unpin(context) {
+          return Poll::Ready(Event::Cached(name, definitions));
+        }
+        Poll::Pending
+      })
+      .await;
+      match event {
+        Event::Settled(name, outcome) => {
+          remaining.retain(|n| *n != name);
+          uncached.remove(&name);
+          if let Outcome::Failed(message) = outcome {
+            errors.push((name, message));
+          }
+        }
+        Event::GatePassed => {
+          gate_passed = true;
+          for name in &remaining {
+            let config = self.with(|s| s.get(name).map(|server| server.config.clone()));
+            let Some(config) = config else { continue };
+            match self.host.cache_get(name, &config) {
+              None => {
+                uncached.insert(name.clone());
+              }
+              Some(lookup) => {
+                let name = name.clone();
+                lookups.push(Box::pin(async move { (name, lookup.await.ok()) }));
+              }
+            }
+          }
+        }
+        Event::Cached(name, definitions) => {
+          if remaining.contains(&name) && !self.defer_tools(&name, definitions) {
+            uncached.insert(name);
+          }
+        }
+      }
+    }
+    // Settled before the answer but not yet heard: they belong in it.
+    outcomes.close();
+    while let Ok((name, outcome)) = outcomes.try_recv() {
+      if let Outcome::Failed(message) = outcome {
+        errors.push((name, message));
+      }
+    }
+    self.report(&names, errors)
+  }
+
+  /// M4: deferred tools from a cached listing for a server still connecting; false when
+  /// there is nothing usable, so the answer waits for it.
+  fn defer_tools(&self, name: &str, definitions: Option<H::Value>) -> bool {
+    let usable = definitions.filter(|d| self.host.items(d).is_some_and(|items| !items.is_empty()));
+    let Some(definitions) = usable else {
+      return false;
+    };
+    let source = self.with(|s| s.source(name).cloned());
+    let Ok(tools) = self
+      .host
+      .deferred_tools(name, &definitions, source.as_ref())
+    else {
+      return false;
+    };
+    self.with(|s| {
+      if let Some(server) = s.get_mut(name) {
+        if matches!(server.phase, Phase::Connecting(_)) {
+          server.tools = Some(tools);
+          server.tools_deferred = true;
+        }
+      }
+    });
+    true
+  }
+
+  fn report_late(&self, name: &str, outcome: Outcome) {
+    if let Outcome::Failed(message) = outcome {
+      self.host.log(
+        Level::Error,
+        &format!("MCP server \"{name}\" failed to connect: {message}"),
+        name,
+        Some(&message),
+      );
+    }
+  }
+
+  fn report(
+    &self,
+    names: &[String],
+    errors: Vec<(String, String)>,
+  ) -> Result<Report<H::Value>, H::Value> {
+    let (arrays, connected) = self.with(|s| {
+      let mut arrays = Vec::new();
+      let mut connected = Vec::new();
+      for name in names {
+        if let Some(server) = s.get(name) {
+          arrays.extend(server.tools.clone());
+          if server.is_connected() {
+            connected.push(name.clone());
+          }
+        }
+      }
+      (arrays, connected)
+    });
+    let tools = arrays
+      .iter()
+      .filter_map(|array| self.host.items(array))
+      .flatten()
+      .collect();
+    Ok(Report {
+      tools: self.host.array(tools)?,
+      errors,
+      connected,
+    })
+  }
+}

@@ -1,0 +1,123 @@
+//! What `MCPManager` needs of its host besides values, transports and a clock: the methods a
+//! subclass may override (called through `this`, W1), the connect step, the tool factory,
+//! the tool cache, transport events, the logger, its options and config loading.
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
+
+use super::backoff::ReconnectPolicy;
+use super::config_file::ProjectConfigs;
+use crate::host::{Clock, Pending, Transports};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+  Info,
+  Warn,
+  Error,
+}
+
+/// The options the manager reads when it needs them (the caller may change them later).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+  /// M4: `options.startupTimeoutMs`, when a usable number.
+  pub startup_timeout: Option<Duration>,
+  /// M10: `options.reconnect`, when set.
+  pub reconnect: Option<ReconnectPolicy>,
+  /// M10: `options.onNotification` is a function.
+  pub forwards_notifications: bool,
+  /// M10: `options.autoRefreshTools`.
+  pub auto_refresh_tools: bool,
+}
+
+/// What the manager does when a watched transport delivers a notification (its method).
+pub type NotificationHook = Rc<dyn Fn(&str)>;
+
+/// A transport's events, as the manager watches them (M10, M11).
+pub struct Watch {
+  /// The server the transport belongs to.
+  pub server: String,
+  pub on_close: Rc<dyn Fn()>,
+  /// Set when notifications matter to the manager: it is told each method.
+  pub on_notification: Option<NotificationHook>,
+}
+
+pub trait ManagerHost: Transports + Clock {
+  /// What `waitForConnection` hands out while a connect is pending (a promise in JS).
+  /// Dropped unsettled, it must still settle: whoever drops it forgot the server.
+  type Waiter;
+
+  /// W1 `this.prepareConfig(config)`.
+  fn prepare_config(&self, config: &Self::Value) -> Pending<Self::Value>;
+  /// W1 `this.refreshServerTools(name)`.
+  fn refresh_server_tools(&self, name: &str) -> Pending<Self::Value>;
+  /// W1 `this.waitForConnection(name)`.
+  fn wait_for_connection(&self, name: &str) -> Pending<Self::Value>;
+  /// W1 `this.connectServers(configs, sources, onConnecting)`.
+  fn connect_servers(
+    &self,
+    configs: Self::Value,
+    sources: Self::Value,
+    on_connecting: Self::Value,
+  ) -> Pending<Self::Value>;
+
+  /// M1 `options.connect ?? connectToServer` with the resolved config; for our own connect
+  /// also the AbortController that stops it (M7).
+  fn connect(
+    &self,
+    name: &str,
+    config: &Self::Value,
+  ) -> (Option<Self::Value>, Pending<Self::Value>);
+  fn abort(&self, controller: &Self::Value);
+
+  /// M5 `toolFactory.live(connection, definitions)`, or the default tools.
+  fn live_tools(
+    &self,
+    name: &str,
+    connection: &Self::Value,
+    definitions: &Self::Value,
+  ) -> Result<Self::Value, Self::Value>;
+  /// M4/M5 `toolFactory.deferred(name, definitions, getConnection, source)`, or the default
+  /// tools, which wait for the connection first.
+  fn deferred_tools(
+    &self,
+    name: &str,
+    definitions: &Self::Value,
+    source: Option<&Self::Value>,
+  ) -> Result<Self::Value, Self::Value>;
+
+  /// `toolCache.get(name, config)`; `None` without a cache.
+  fn cache_get(&self, name: &str, config: &Self::Value) -> Option<Pending<Self::Value>>;
+  /// `toolCache.set(name, config, definitions)`; `None` without a cache.
+  fn cache_set(
+    &self,
+    name: &str,
+    config: &Self::Value,
+    definitions: &Self::Value,
+  ) -> Option<Pending<Self::Value>>;
+
+  /// Chains the manager's hooks in front of the transport's own `onClose` and
+  /// `onNotification`.
+  fn watch(&self, connection: &Self::Value, watch: Watch) -> Result<(), Self::Value>;
+
+  /// `options.logger[level](message, {server, error?})`, when given.
+  fn log(&self, level: Level, message: &str, server: &str, error: Option<&str>);
+  fn settings(&self) -> Settings;
+
+  fn waiter(&self) -> Result<Self::Waiter, Self::Value>;
+  fn waiter_value(&self, waiter: &Self::Waiter) -> Self::Value;
+  fn settle_waiter(&self, waiter: &Self::Waiter, outcome: Result<&Self::Value, &Self::Value>);
+
+  /// W4 `loadConfigs(cwd, options)`: the call's own, else the constructor's; `None` for
+  /// neither.
+  fn load_configs(&self, cwd: &str, options: &Self::Value) -> Option<Pending<Self::Value>>;
+  /// `{configs, sources}` from `.mcp.json`, sources naming the file (M9).
+  fn project_configs(&self, project: &ProjectConfigs) -> Result<Self::Value, Self::Value>;
+
+  /// M3: `authStorage.get(id)`; `None` without a storage.
+  fn credential(&self, id: &str) -> Option<Pending<Self::Value>>;
+  /// W6 `options.resolveConfigValue(value)` for each value; `None` when not given.
+  fn resolve_values(&self, values: &[String]) -> Option<Vec<Pending<Self::Value>>>;
+  /// M3's built-in rules, with the host's view of the environment.
+  fn resolve_builtin(&self, values: Vec<String>) -> LocalBoxFuture<'static, Vec<Option<String>>>;
+}

@@ -1,0 +1,165 @@
+//! M6–M8: the queries, `refreshServerTools`/`refreshAllTools`, `disconnectServer` and
+//! `disconnectAll`.
+use std::rc::Rc;
+
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+
+use super::host::{Level, ManagerHost};
+use super::state::{Phase, Server};
+use super::Manager;
+use crate::client::list_tools;
+use crate::host::Pending;
+
+/// M6 `waitForConnection(name)`.
+pub enum Wait<V> {
+  Connected(V),
+  /// The promise of the connect in flight.
+  Pending(V),
+  /// `Error("MCP server not connected: <name>")`.
+  Missing(V),
+}
+
+impl<H: ManagerHost> Manager<H> {
+  /// W7: the tools of every known server, in configuration order.
+  pub fn tools(&self) -> Result<H::Value, H::Value> {
+    let arrays: Vec<H::Value> = self.with(|s| s.iter().filter_map(|s| s.tools.clone()).collect());
+    let tools = arrays
+      .iter()
+      .filter_map(|array| self.host.items(array))
+      .flatten()
+      .collect();
+    self.host.array(tools)
+  }
+
+  pub fn connection(&self, name: &str) -> Option<H::Value> {
+    self.with(|s| s.get(name).and_then(|server| server.connection().cloned()))
+  }
+
+  pub fn status(&self, name: &str) -> &'static str {
+    self.with(|s| s.get(name).map_or("disconnected", Server::status))
+  }
+
+  pub fn source(&self, name: &str) -> Option<H::Value> {
+    self.with(|s| s.source(name).cloned())
+  }
+
+  pub fn wait_for_connection(&self, name: &str) -> Wait<H::Value> {
+    let found = self.with(|s| {
+      let server = s.get(name)?;
+      match (&server.phase, server.waiter()) {
+        (Phase::Connected(connection), _) => Some(Wait::Connected(connection.clone())),
+        (_, Some(waiter)) => Some(Wait::Pending(self.host.waiter_value(waiter))),
+        _ => None,
+      }
+    });
+    found.unwrap_or_else(|| Wait::Missing(self.not_connected(name)))
+  }
+
+  pub fn connected_servers(&self) -> Vec<String> {
+    self.with(|s| {
+      s.iter()
+        .filter(|server| server.is_connected())
+        .map(|server| server.name.clone())
+        .collect()
+    })
+  }
+
+  pub fn all_server_names(&self) -> Vec<String> {
+    self.with(|s| s.names())
+  }
+
+  /// M8: lists the server's tools again, caches them and replaces its tools.
+  pub async fn refresh_server_tools(self: &Rc<Self>, name: &str) -> Result<(), H::Value> {
+    let current = self.with(|s| {
+      let server = s.get(name)?;
+      match &server.phase {
+        Phase::Connected(connection) => Some((connection.clone(), server.generation)),
+        _ => None,
+      }
+    });
+    let Some((connection, generation)) = current else {
+      return Ok(());
+    };
+    let _ = self
+      .host
+      .set_field(&connection, "tools", self.host.undefined());
+    let definitions = list_tools(self.host.clone(), connection.clone(), None).await?;
+    let still = self.with(|s| {
+      s.current(name, generation)
+        .is_some_and(|server| server.is_connected())
+    });
+    if !still {
+      return Ok(());
+    }
+    let tools = self.host.live_tools(name, &connection, &definitions)?;
+    let config = self.with(|s| {
+      s.current(name, generation).map(|server| {
+        server.tools = Some(tools);
+        server.tools_deferred = false;
+        server.config.clone()
+      })
+    });
+    if let Some(config) = config {
+      self.write_cache(name, &config, &definitions);
+    }
+    Ok(())
+  }
+
+  /// M8: `this.refreshServerTools` for every connected server; failures are logged.
+  pub async fn refresh_all_tools(&self) {
+    let mut refreshing: FuturesUnordered<Pending<H::Value>> = self
+      .connected_servers()
+      .iter()
+      .map(|name| self.host.refresh_server_tools(name))
+      .collect();
+    while let Some(outcome) = refreshing.next().await {
+      if let Err(error) = outcome {
+        let message = self.host.message(&error);
+        self.host.log(
+          Level::Warn,
+          &format!("Failed to refresh MCP tools: {message}"),
+          "",
+          Some(&message),
+        );
+      }
+    }
+  }
+
+  /// M7: forgets the server (pending state, source, tools) and closes its transport.
+  pub async fn disconnect_server(&self, name: &str) -> Result<(), H::Value> {
+    let server = self.with(|s| {
+      s.forget_source(name);
+      s.remove(name)
+    });
+    match server.and_then(|server| self.forget(server)) {
+      Some(closing) => closing.await.map(|_| ()),
+      None => Ok(()),
+    }
+  }
+
+  /// M7: closes everything; never fails.
+  pub async fn disconnect_all(&self) {
+    let servers = self.with(|s| s.take_all());
+    let closing: Vec<_> = servers
+      .into_iter()
+      .filter_map(|server| self.forget(server))
+      .collect();
+    futures::future::join_all(closing).await;
+  }
+
+  /// Waiters are told the server is not connected, a connect in flight is aborted, and the
+  /// transport starts closing.
+  fn forget(&self, server: Server<H>) -> Option<Pending<H::Value>> {
+    let connection = server.connection().cloned();
+    if let Some(controller) = &server.abort {
+      self.host.abort(controller);
+    }
+    self.settle_phase(server.phase, Err(&self.not_connected(&server.name)));
+    let transport = self.host.field(&connection?, "transport").ok()?;
+    self
+      .host
+      .is_object(&transport)
+      .then(|| self.host.close(&transport))
+  }
+}

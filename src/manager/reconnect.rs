@@ -1,0 +1,153 @@
+//! M10/M11: what happens when a connected server's transport closes on its own. Without
+//! `options.reconnect` the connection stays, dead, so calls fail fast with "Transport not
+//! connected"; with it the same connection object is re-established in place (tools keep
+//! their names and the objects the agent holds work again) with backoff and jitter.
+use std::rc::Rc;
+
+use futures::future::{AbortHandle, Abortable};
+
+use super::backoff::ReconnectPolicy;
+use super::host::{Level, ManagerHost};
+use super::state::Phase;
+use super::Manager;
+use crate::client::list_tools;
+
+/// The connection fields a reconnect copies from the new connection into the old object.
+const CONNECTION_FIELDS: [&str; 5] = [
+  "transport",
+  "serverInfo",
+  "capabilities",
+  "protocolVersion",
+  "instructions",
+];
+
+impl<H: ManagerHost> Manager<H> {
+  /// A transport's `onClose` fired. Only a close nobody asked for counts: `disconnectServer`
+  /// and `disconnectAll` forget the server before closing, so they never get here.
+  pub(super) fn transport_closed(self: &Rc<Self>, name: &str, generation: u64) {
+    let policy = self.host.settings().reconnect;
+    let waiter = policy.and_then(|_| self.host.waiter().ok());
+    let reconnecting = self.with(|s| {
+      let next = s.next_generation();
+      let server = s.current(name, generation)?;
+      let Phase::Connected(connection) = std::mem::replace(&mut server.phase, Phase::Failed) else {
+        return None;
+      };
+      match (waiter, policy) {
+        (Some(waiter), Some(policy)) => {
+          let (stop, registration) = AbortHandle::new_pair();
+          server.generation = next;
+          server.phase = Phase::Reconnecting {
+            connection,
+            waiter,
+            stop,
+          };
+          Some(Some((next, policy, registration)))
+        }
+        _ => {
+          server.phase = Phase::Dead(connection);
+          Some(None)
+        }
+      }
+    });
+    match reconnecting {
+      Some(Some((generation, policy, registration))) => {
+        self.host.log(
+          Level::Warn,
+          &format!("MCP server \"{name}\" disconnected unexpectedly; reconnecting"),
+          name,
+          None,
+        );
+        let manager = self.clone();
+        let name = name.to_string();
+        let attempts = async move { manager.reconnect(&name, generation, policy).await };
+        self.host.spawn(Box::pin(async move {
+          let _ = Abortable::new(attempts, registration).await;
+        }));
+      }
+      Some(None) => self.host.log(
+        Level::Warn,
+        &format!("MCP server \"{name}\" disconnected unexpectedly"),
+        name,
+        None,
+      ),
+      None => {}
+    }
+  }
+
+  /// The attempts, each after its delay; stopped from outside when the server is forgotten.
+  async fn reconnect(self: &Rc<Self>, name: &str, generation: u64, policy: ReconnectPolicy) {
+    let mut last_error = None;
+    for delay in policy.delays() {
+      self.host.sleep(delay).await;
+      let config = self.with(|s| s.current(name, generation).map(|s| s.config.clone()));
+      let Some(config) = config else { return };
+      let fresh = match self.open(name, generation, &config).await {
+        Ok(fresh) => fresh,
+        Err(error) => {
+          last_error = Some(error);
+          continue;
+        }
+      };
+      let connection = self.with(|s| {
+        s.current(name, generation)
+          .and_then(|server| server.connection().cloned())
+      });
+      let Some(connection) = connection else {
+        return self.close_detached(&fresh);
+      };
+      if !self.host.is_object(&fresh) {
+        last_error = None;
+        continue;
+      }
+      // The new connection's fields move into the object everyone holds (W3).
+      for field in CONNECTION_FIELDS {
+        let value = self
+          .host
+          .field(&fresh, field)
+          .unwrap_or_else(|_| self.host.undefined());
+        let _ = self.host.set_field(&connection, field, value);
+      }
+      let _ = self
+        .host
+        .set_field(&connection, "tools", self.host.undefined());
+      let listed = list_tools(self.host.clone(), connection.clone(), None).await;
+      if !self.with(|s| s.is_current(name, generation)) {
+        return self.close_detached(&connection);
+      }
+      match listed.and_then(|definitions| self.adopt(name, generation, &connection, &definitions)) {
+        Ok(()) => {
+          return self.host.log(
+            Level::Info,
+            &format!("MCP server \"{name}\" reconnected"),
+            name,
+            None,
+          )
+        }
+        Err(error) => {
+          self.close_detached(&connection);
+          last_error = Some(error);
+        }
+      }
+    }
+    self.exhausted(name, generation, last_error);
+  }
+
+  /// Attempts ran out: the server is forgotten with its tools, and the last error logged.
+  fn exhausted(&self, name: &str, generation: u64, error: Option<H::Value>) {
+    let removed = self.with(|s| {
+      s.current(name, generation)?;
+      s.remove(name)
+    });
+    let Some(server) = removed else { return };
+    let error = error.unwrap_or_else(|| self.not_connected(name));
+    let message = self.host.message(&error);
+    self.settle_phase(server.phase, Err(&error));
+    self.host.log(
+      Level::Error,
+      &format!("MCP server \"{name}\" could not be reconnected: {message}"),
+      name,
+      Some(&message),
+    );
+  }
+}

@@ -1,0 +1,179 @@
+//! What the manager knows about each server: the caller's config, the phase of its
+//! connection, the tools handed out for it. Plain data; the flows decide the transitions.
+use futures::future::AbortHandle;
+
+use super::host::ManagerHost;
+
+pub enum Phase<H: ManagerHost> {
+  /// The first connect (and tool listing) is in flight.
+  Connecting(H::Waiter),
+  Connected(H::Value),
+  /// M10: the connection closed unexpectedly and is being re-established in place.
+  Reconnecting {
+    connection: H::Value,
+    waiter: H::Waiter,
+    /// Stops the attempts (and their pending delay) when the server is forgotten.
+    stop: AbortHandle,
+  },
+  /// Closed unexpectedly without `reconnect`: calls fail fast (M11).
+  Dead(H::Value),
+  /// The connect failed; kept only for the deferred tools it already handed out (W7).
+  Failed,
+}
+
+pub struct Server<H: ManagerHost> {
+  pub name: String,
+  /// The caller's config object itself (W3, W5).
+  pub config: H::Value,
+  /// Bumped by every new attempt, so a late completion can tell it was superseded.
+  pub generation: u64,
+  pub phase: Phase<H>,
+  /// This server's tools (a host array), if any were built.
+  pub tools: Option<H::Value>,
+  pub tools_deferred: bool,
+  /// The AbortController of our connect in flight, so a disconnect stops it (M7).
+  pub abort: Option<H::Value>,
+}
+
+impl<H: ManagerHost> Server<H> {
+  /// The one connection object of this server (W3), once there is one.
+  pub fn connection(&self) -> Option<&H::Value> {
+    match &self.phase {
+      Phase::Connected(c) | Phase::Dead(c) | Phase::Reconnecting { connection: c, .. } => Some(c),
+      Phase::Connecting(_) | Phase::Failed => None,
+    }
+  }
+
+  pub fn status(&self) -> &'static str {
+    match self.phase {
+      Phase::Connected(_) => "connected",
+      Phase::Connecting(_) | Phase::Reconnecting { .. } => "connecting",
+      Phase::Dead(_) | Phase::Failed => "disconnected",
+    }
+  }
+
+  pub fn waiter(&self) -> Option<&H::Waiter> {
+    match &self.phase {
+      Phase::Connecting(w) | Phase::Reconnecting { waiter: w, .. } => Some(w),
+      _ => None,
+    }
+  }
+
+  pub fn is_connected(&self) -> bool {
+    matches!(self.phase, Phase::Connected(_))
+  }
+
+  /// Connected, or on the way there: `connectServers` leaves it alone (M1).
+  pub fn is_busy(&self) -> bool {
+    matches!(
+      self.phase,
+      Phase::Connected(_) | Phase::Connecting(_) | Phase::Reconnecting { .. }
+    )
+  }
+}
+
+/// Every server the manager knows, in the order they were first configured, and the
+/// sources recorded for them.
+pub struct Servers<H: ManagerHost> {
+  list: Vec<Server<H>>,
+  /// M1: recorded before validation, so a server whose config failed still has one (M6).
+  sources: Vec<(String, H::Value)>,
+  next_generation: u64,
+}
+
+impl<H: ManagerHost> Default for Servers<H> {
+  fn default() -> Self {
+    Servers {
+      list: Vec::new(),
+      sources: Vec::new(),
+      next_generation: 0,
+    }
+  }
+}
+
+impl<H: ManagerHost> Servers<H> {
+  pub fn get(&self, name: &str) -> Option<&Server<H>> {
+    self.list.iter().find(|s| s.name == name)
+  }
+
+  pub fn get_mut(&mut self, name: &str) -> Option<&mut Server<H>> {
+    self.list.iter_mut().find(|s| s.name == name)
+  }
+
+  /// The server if `generation` is still its current attempt.
+  pub fn current(&mut self, name: &str, generation: u64) -> Option<&mut Server<H>> {
+    self.get_mut(name).filter(|s| s.generation == generation)
+  }
+
+  pub fn is_current(&self, name: &str, generation: u64) -> bool {
+    self.get(name).is_some_and(|s| s.generation == generation)
+  }
+
+  pub fn next_generation(&mut self) -> u64 {
+    self.next_generation += 1;
+    self.next_generation
+  }
+
+  /// Starts (or restarts) a server's first connect; returns its generation.
+  pub fn begin_connect(&mut self, name: &str, config: H::Value, waiter: H::Waiter) -> u64 {
+    let generation = self.next_generation();
+    match self.get_mut(name) {
+      Some(server) => {
+        server.config = config;
+        server.generation = generation;
+        server.phase = Phase::Connecting(waiter);
+        server.abort = None;
+      }
+      None => self.list.push(Server {
+        name: name.to_string(),
+        config,
+        generation,
+        phase: Phase::Connecting(waiter),
+        tools: None,
+        tools_deferred: false,
+        abort: None,
+      }),
+    }
+    generation
+  }
+
+  pub fn remove(&mut self, name: &str) -> Option<Server<H>> {
+    let index = self.list.iter().position(|s| s.name == name)?;
+    Some(self.list.remove(index))
+  }
+
+  pub fn take_all(&mut self) -> Vec<Server<H>> {
+    self.sources.clear();
+    std::mem::take(&mut self.list)
+  }
+
+  pub fn iter(&self) -> impl Iterator<Item = &Server<H>> {
+    self.list.iter()
+  }
+
+  pub fn source(&self, name: &str) -> Option<&H::Value> {
+    self.sources.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+  }
+
+  pub fn record_source(&mut self, name: &str, source: H::Value) {
+    match self.sources.iter_mut().find(|(n, _)| n == name) {
+      Some(entry) => entry.1 = source,
+      None => self.sources.push((name.to_string(), source)),
+    }
+  }
+
+  pub fn forget_source(&mut self, name: &str) {
+    self.sources.retain(|(n, _)| n != name);
+  }
+
+  /// M6: every server with a recorded source, a connection or a connect in flight.
+  pub fn names(&self) -> Vec<String> {
+    let mut names: Vec<String> = self.list.iter().map(|s| s.name.clone()).collect();
+    for (name, _) in &self.sources {
+      if !names.contains(name) {
+        names.push(name.clone());
+      }
+    }
+    names
+  }
+}
