@@ -539,8 +539,6 @@ export declare class MCPClient {
 }
 export type JsMcpClient = MCPClient
 
-export declare class MCPManager {}
-export type JsMcpManager = MCPManager
 
 /** An MCP server run as a child process, speaking JSON-RPC over stdin/stdout. */
 export declare class StdioTransport {
