@@ -40,6 +40,9 @@ pub trait Values: Clone + 'static {
   fn is_object(&self, value: &Self::Value) -> bool;
   fn truthy(&self, value: &Self::Value) -> bool;
   fn as_string(&self, value: &Self::Value) -> Option<String>;
+  fn as_number(&self, value: &Self::Value) -> Option<f64>;
+  /// `JSON.stringify(value)`: `None` when it has no JSON form; `Err` with what it threw.
+  fn to_json(&self, value: &Self::Value) -> Result<Option<String>, Self::Value>;
   /// The elements, when `value` is an array.
   fn items(&self, value: &Self::Value) -> Option<Vec<Self::Value>>;
   /// An `Error` with this message.

@@ -2,8 +2,6 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use napi::sys;
-
 use super::args::{self, ParamsError};
 use super::js::{Js, Thrown, Value};
 use super::js_error;
@@ -67,7 +65,10 @@ pub fn request(
       side: Rc::downgrade(side),
       id,
     };
-    let listener = js.function("onAbort", on_abort, target)?;
+    let listener = js.closure("onAbort", move |js, _| {
+      target.aborted(js);
+      Ok(js.undefined())
+    })?;
     let add = js.get(signal, "addEventListener")?;
     js.call(add, signal, &[js.string("abort"), listener])?;
     side.borrow_mut().set_abort_hook(id, signal, listener);
@@ -123,24 +124,21 @@ struct AbortTarget {
   id: u64,
 }
 
-unsafe extern "C" fn on_abort(env: sys::napi_env, info: sys::napi_callback_info) -> Value {
-  let js = Js::new(env);
-  // SAFETY: info belongs to this call; data is the AbortTarget given to js.function.
-  let (_, data) = unsafe { js.args::<0>(info) };
-  let target = unsafe { &*(data as *const AbortTarget) };
-  let Some(side) = target.side.upgrade() else {
-    return js.undefined();
-  };
-  // None once the request has settled: a late abort changes nothing.
-  let Some(signal) = side.borrow().abort_signal(target.id) else {
-    return js.undefined();
-  };
-  let (reason, text) = abort_reason(js, signal);
-  let session = side.borrow().session.clone();
-  reject_pending(&side, target.id, reason);
-  // T9: the core drops the entry and tells the server.
-  if let Some(session) = session {
-    session.abort(target.id, &text);
+impl AbortTarget {
+  fn aborted(&self, js: Js) {
+    let Some(side) = self.side.upgrade() else {
+      return;
+    };
+    // None once the request has settled: a late abort changes nothing.
+    let Some(signal) = side.borrow().abort_signal(self.id) else {
+      return;
+    };
+    let (reason, text) = abort_reason(js, signal);
+    let session = side.borrow().session.clone();
+    reject_pending(&side, self.id, reason);
+    // T9: the core drops the entry and tells the server.
+    if let Some(session) = session {
+      session.abort(self.id, &text);
+    }
   }
-  js.undefined()
 }

@@ -4,11 +4,12 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
+use futures::FutureExt;
 use napi::sys;
 
 use super::executor;
@@ -150,6 +151,17 @@ impl Values for JsHost {
     self.js.rust_string(value.get(self.js))
   }
 
+  fn as_number(&self, value: &Held) -> Option<f64> {
+    self.js.number_value(value.get(self.js))
+  }
+
+  fn to_json(&self, value: &Held) -> Result<Option<String>, Held> {
+    self
+      .js
+      .json_stringify(value.get(self.js))
+      .map_err(|Thrown(error)| self.hold(error))
+  }
+
   fn items(&self, value: &Held) -> Option<Vec<Held>> {
     let js = self.js;
     let array = value.get(js);
@@ -233,34 +245,21 @@ impl Signals for JsHost {
   }
 }
 
-#[derive(Default)]
-struct AbortSlot {
-  reason: Option<Held>,
-  waker: Option<Waker>,
-}
-
 /// An `abort` listener on a signal; removed when the watch is dropped.
 struct AbortWatch {
   signal: Held,
   listener: Held,
-  slot: Rc<RefCell<AbortSlot>>,
+  fired: oneshot::Receiver<Held>,
 }
 
 impl AbortWatch {
   fn start(js: Js, signal: Held) -> Result<Self, Thrown> {
-    let slot = Rc::new(RefCell::new(AbortSlot::default()));
-    let fired = slot.clone();
+    let (sender, fired) = oneshot::channel();
+    let sender = RefCell::new(Some(sender));
     let target = signal.clone();
     let listener = js.closure("onAbort", move |js, _| {
       let reason = Held::new(js, super::calls::abort_reason(js, target.get(js)).0);
-      let waker = {
-        let mut slot = fired.borrow_mut();
-        slot.reason = Some(reason);
-        slot.waker.take()
-      };
-      if let Some(waker) = waker {
-        executor::wake_here(js, &waker);
-      }
+      executor::complete(js, &sender, reason);
       Ok(js.undefined())
     })?;
     call_method(
@@ -272,7 +271,7 @@ impl AbortWatch {
     Ok(AbortWatch {
       signal,
       listener: Held::new(js, listener),
-      slot,
+      fired,
     })
   }
 }
@@ -280,14 +279,11 @@ impl AbortWatch {
 impl Future for AbortWatch {
   type Output = Held;
 
-  fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Held> {
-    let mut slot = self.slot.borrow_mut();
-    match slot.reason.take() {
-      Some(reason) => Poll::Ready(reason),
-      None => {
-        slot.waker = Some(context.waker().clone());
-        Poll::Pending
-      }
+  fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Held> {
+    match self.fired.poll_unpin(context) {
+      Poll::Ready(Ok(reason)) => Poll::Ready(reason),
+      // The listener is gone only with the watch itself.
+      Poll::Ready(Err(_)) | Poll::Pending => Poll::Pending,
     }
   }
 }

@@ -527,6 +527,13 @@ impl Js {
     unsafe { sys::napi_delete_reference(self.env, reference) };
   }
 
+  /// Makes a strong reference weak (its count drops by one).
+  pub fn unref(&self, reference: sys::napi_ref) {
+    let mut count = 0;
+    // SAFETY: reference is a live reference of this env.
+    unsafe { sys::napi_reference_unref(self.env, reference, &mut count) };
+  }
+
   /// A JS function backed by `callback`, owning `data` until the function is collected.
   pub fn function<T: 'static>(
     &self,
@@ -566,34 +573,6 @@ impl Js {
       )
     };
     Ok(f)
-  }
-
-  /// The first `N` arguments and the data pointer of a native function call.
-  ///
-  /// # Safety
-  /// `info` must be the callback info of the current call.
-  pub unsafe fn args<const N: usize>(
-    &self,
-    info: sys::napi_callback_info,
-  ) -> ([Value; N], *mut c_void) {
-    let mut argc = N;
-    let mut argv = [ptr::null_mut(); N];
-    let mut data = ptr::null_mut();
-    unsafe {
-      sys::napi_get_cb_info(
-        self.env,
-        info,
-        &mut argc,
-        argv.as_mut_ptr(),
-        ptr::null_mut(),
-        &mut data,
-      )
-    };
-    let undefined = self.undefined();
-    for arg in argv.iter_mut().skip(argc.min(N)) {
-      *arg = undefined;
-    }
-    (argv, data)
   }
 }
 
@@ -782,8 +761,8 @@ impl Js {
   }
 }
 
-/// A threadsafe function made by `Js::threadsafe_function`; never released, it lives as long
-/// as its env.
+/// A threadsafe function made by `Js::threadsafe_function`; it lives until `release`, or as
+/// long as its env when never released.
 #[derive(Clone, Copy)]
 pub struct Tsfn(sys::napi_threadsafe_function);
 
@@ -793,15 +772,26 @@ unsafe impl Send for Tsfn {}
 unsafe impl Sync for Tsfn {}
 
 impl Tsfn {
-  /// Asks the JS thread to run the call; from any thread.
-  pub fn call(&self) {
-    // SAFETY: the function lives as long as its env (see the type's docs).
-    unsafe {
+  /// Asks the JS thread to run the call; from any thread. False once the function is
+  /// closing (its env is going away).
+  pub fn call(&self) -> bool {
+    // SAFETY: the function is live until `release` (see the type's docs).
+    let status = unsafe {
       sys::napi_call_threadsafe_function(
         self.0,
         ptr::null_mut(),
         sys::ThreadsafeFunctionCallMode::nonblocking,
       )
+    };
+    status == sys::Status::napi_ok
+  }
+
+  /// Lets the function go: its call closure is dropped on the JS thread soon after. No
+  /// copy may be used afterwards.
+  pub fn release(self) {
+    // SAFETY: the caller gives up every copy (see above).
+    unsafe {
+      sys::napi_release_threadsafe_function(self.0, sys::ThreadsafeFunctionReleaseMode::release)
     };
   }
 

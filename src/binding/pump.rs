@@ -3,9 +3,6 @@
 //! sent first is always handled first (T3), and a burst costs one hop to the JS thread.
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::c_void;
-use std::mem::ManuallyDrop;
-use std::ptr;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -13,16 +10,13 @@ use napi::sys;
 
 use bytes::Bytes;
 
-use super::js::{Js, Thrown, Value, EXTERNAL_STRING_BYTES};
+use super::executor;
+use super::host::{ready, JsHost};
+use super::js::{Js, Thrown, Tsfn, Value, EXTERNAL_STRING_BYTES};
 use super::js_error;
-use crate::protocol::message::{RpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
+use crate::client::server_requests;
 use crate::protocol::tree::{Node, ResultTree, Text};
 use crate::session::{Event, EventSink, Session};
-
-struct Tsfn(sys::napi_threadsafe_function);
-// SAFETY: napi_call_threadsafe_function may be called from any thread; every other use is on
-// the JS thread.
-unsafe impl Send for Tsfn {}
 
 #[derive(Default)]
 struct Queue {
@@ -53,20 +47,12 @@ impl EventSink for EventPump {
   fn emit(&self, event: Event) {
     let mut queue = self.queue();
     let Some(tsfn) = &queue.tsfn else { return };
-    let tsfn = tsfn.0;
+    let tsfn = *tsfn;
     queue.events.push(event);
+    // Called under the lock, so the function cannot be released in between.
     if !queue.scheduled {
       queue.scheduled = true;
-      // Called under the lock, so the function cannot be released in between.
-      // SAFETY: tsfn is live while it is stored in the queue.
-      let status = unsafe {
-        sys::napi_call_threadsafe_function(
-          tsfn,
-          ptr::null_mut(),
-          sys::ThreadsafeFunctionCallMode::nonblocking,
-        )
-      };
-      if status != sys::Status::napi_ok {
+      if !tsfn.call() {
         queue.events.clear();
         queue.tsfn = None;
       }
@@ -136,7 +122,7 @@ impl Callbacks {
 pub struct JsSide {
   env: sys::napi_env,
   pump: Arc<EventPump>,
-  tsfn: sys::napi_threadsafe_function,
+  tsfn: Option<Tsfn>,
   keeps_alive: bool,
   pending: HashMap<u64, PendingJs>,
   /// Pending entries that keep the host alive.
@@ -160,7 +146,7 @@ impl JsSide {
     let side = Rc::new(RefCell::new(JsSide {
       env,
       pump: pump.clone(),
-      tsfn: ptr::null_mut(),
+      tsfn: None,
       keeps_alive: false,
       pending: HashMap::new(),
       foreground: 0,
@@ -170,36 +156,11 @@ impl JsSide {
       this_ref: None,
       session: None,
     }));
-    let context = Rc::into_raw(side.clone()) as *mut c_void;
-    let mut tsfn = ptr::null_mut();
-    // SAFETY: call_js and finalize match the napi signatures; context is a leaked Rc that
-    // finalize reclaims.
-    let status = unsafe {
-      sys::napi_create_threadsafe_function(
-        env,
-        ptr::null_mut(),
-        ptr::null_mut(),
-        js.string("mcp-native"),
-        0,
-        1,
-        ptr::null_mut(),
-        Some(finalize),
-        context,
-        Some(call_js),
-        &mut tsfn,
-      )
-    };
-    if status != sys::Status::napi_ok {
-      // SAFETY: the function was not created; take the Rc back.
-      drop(unsafe { Rc::from_raw(context as *const RefCell<JsSide>) });
-      return Err(Thrown(js.error(
-        super::js::ErrorKind::Error,
-        "Failed to create the event channel",
-      )));
-    }
-    unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
-    side.borrow_mut().tsfn = tsfn;
-    pump.queue().tsfn = Some(Tsfn(tsfn));
+    // The function holds the side until it is released (with the JS object).
+    let delivery = Delivery(side.clone());
+    let tsfn = js.threadsafe_function("mcp-native", move |js| delivery.deliver(js))?;
+    side.borrow_mut().tsfn = Some(tsfn);
+    pump.queue().tsfn = Some(tsfn);
     Ok(side)
   }
 
@@ -237,10 +198,9 @@ impl JsSide {
     if std::mem::replace(&mut self.callbacks.weak, true) {
       return;
     }
+    let js = Js::new(self.env);
     for r in self.callbacks.references() {
-      let mut count = 0;
-      // SAFETY: r is a live reference created by set_callback with a count of 1.
-      unsafe { sys::napi_reference_unref(self.env, r, &mut count) };
+      js.unref(r);
     }
   }
 
@@ -260,13 +220,8 @@ impl JsSide {
       return;
     }
     self.keeps_alive = wanted;
-    // SAFETY: the tsfn is live (checked above) and we are on the JS thread.
-    unsafe {
-      if wanted {
-        sys::napi_ref_threadsafe_function(self.env, self.tsfn);
-      } else {
-        sys::napi_unref_threadsafe_function(self.env, self.tsfn);
-      }
+    if let Some(tsfn) = self.tsfn {
+      tsfn.keep_alive(Js::new(self.env), wanted);
     }
   }
 
@@ -343,12 +298,11 @@ impl JsSide {
     for r in std::mem::take(&mut self.callbacks).references() {
       js.delete_ref(r);
     }
+    // Out of the queue under its lock first, so no producer can use it afterwards.
     let released = self.pump.queue().tsfn.take();
+    self.tsfn = None;
     if let Some(tsfn) = released {
-      // SAFETY: removed from the queue under its lock, so no producer can use it afterwards.
-      unsafe {
-        sys::napi_release_threadsafe_function(tsfn.0, sys::ThreadsafeFunctionReleaseMode::release)
-      };
+      tsfn.release();
     }
   }
 }
@@ -366,29 +320,27 @@ pub fn reject_pending(side: &Shared, ticket: u64, reason: Value) -> bool {
   }
 }
 
-unsafe extern "C" fn finalize(_env: sys::napi_env, _data: *mut c_void, context: *mut c_void) {
-  // SAFETY: context is the Rc leaked in JsSide::new; finalize runs once.
-  let side = unsafe { Rc::from_raw(context as *const RefCell<JsSide>) };
-  let pump = side.try_borrow().map(|s| s.pump.clone());
-  if let Ok(pump) = pump {
-    pump.queue().tsfn = None;
+/// The threadsafe function's call: everything queued since the last one.
+struct Delivery(Shared);
+
+impl Drop for Delivery {
+  /// The function is gone (released, or its env torn down): producers stop.
+  fn drop(&mut self) {
+    let pump = self.0.try_borrow().map(|s| s.pump.clone());
+    if let Ok(pump) = pump {
+      pump.queue().tsfn = None;
+    }
   }
 }
 
-unsafe extern "C" fn call_js(
-  env: sys::napi_env,
-  _callback: sys::napi_value,
-  context: *mut c_void,
-  _data: *mut c_void,
-) {
-  if env.is_null() || context.is_null() {
-    return;
+impl Delivery {
+  fn deliver(&self, js: Js) {
+    deliver(js, &self.0)
   }
-  // SAFETY: context is the Rc leaked in JsSide::new and stays alive until finalize.
-  let side = ManuallyDrop::new(unsafe { Rc::from_raw(context as *const RefCell<JsSide>) });
-  let side: Shared = Rc::clone(&side);
+}
+
+fn deliver(js: Js, side: &Shared) {
   let events = side.borrow().pump.take();
-  let js = Js::new(env);
   let mut events = events.into_iter().peekable();
   while let Some(event) = events.next() {
     // A run of plain results or notifications shares one JSON.parse (one napi call and one
@@ -407,9 +359,9 @@ unsafe extern "C" fn call_js(
       while let Some(next) = events.next_if(batchable) {
         run.push(next);
       }
-      dispatch_run(js, &side, run);
+      dispatch_run(js, side, run);
     } else {
-      dispatch(js, &side, event);
+      dispatch(js, side, event);
     }
   }
 }
@@ -545,8 +497,12 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
         .ok()
         .filter(|f| js.is_function(*f))
         .and_then(|queue| {
+          let side = side.clone();
           let fire = js
-            .function("onClosed", fire_closed_microtask, side.clone())
+            .closure("onClosed", move |js, _| {
+              fire_closed(js, &side);
+              Ok(js.undefined())
+            })
             .ok()?;
           js.call(queue, js.undefined(), &[fire]).ok()
         });
@@ -555,18 +511,6 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       }
     }
   }
-}
-
-unsafe extern "C" fn fire_closed_microtask(
-  env: sys::napi_env,
-  info: sys::napi_callback_info,
-) -> Value {
-  let js = Js::new(env);
-  // SAFETY: info belongs to this call; data is the Shared given to js.function.
-  let (_, data) = unsafe { js.args::<0>(info) };
-  let side = unsafe { &*(data as *const Shared) };
-  fire_closed(js, side);
-  js.undefined()
 }
 
 /// `onClose` exactly once, then every `close()` promise resolves.
@@ -657,128 +601,24 @@ fn answer_server_request(
   let Some(session) = side.borrow().session.clone() else {
     return;
   };
+  let host = JsHost::new(js);
   let handler = side.borrow_mut().callback(CallbackSlot::Request);
-  let Some(handler) = handler else {
-    session.answer(
-      &id,
-      Err(&RpcError {
-        code: METHOD_NOT_FOUND,
-        message: "Method not found".to_string(),
-        data: None,
-      }),
-    );
-    return;
-  };
-  let args = [js.string(method), parse_or_undefined(js, params)];
-  match js.call(handler, js.undefined(), &args) {
-    Ok(value) => settle_answer(js, session, id, value),
-    Err(Thrown(exception)) => session.answer(&id, Err(&rpc_error_from(js, exception))),
-  }
-}
-
-/// A handler's return value may be a promise (or any thenable): answer when it settles.
-fn settle_answer(js: Js, session: Arc<Session>, id: String, value: Value) {
-  let then = if js.type_of(value) == sys::ValueType::napi_object {
-    js.get(value, "then").ok().filter(|t| js.is_function(*t))
-  } else {
-    None
-  };
-  let Some(then) = then else {
-    answer_with_value(js, &session, &id, value);
-    return;
-  };
-  let target = Rc::new(AnswerTarget {
-    session,
-    id,
-    answered: std::cell::Cell::new(false),
-  });
-  let functions = (
-    js.function("onFulfilled", on_fulfilled, target.clone()),
-    js.function("onRejected", on_rejected, target.clone()),
-  );
-  let (Ok(fulfilled), Ok(rejected)) = functions else {
-    target.answer_error(js, js.undefined());
-    return;
-  };
-  if let Err(Thrown(exception)) = js.call(then, value, &[fulfilled, rejected]) {
-    target.answer_error(js, exception);
-  }
-}
-
-struct AnswerTarget {
-  session: Arc<Session>,
-  id: String,
-  answered: std::cell::Cell<bool>,
-}
-
-impl AnswerTarget {
-  fn first(&self) -> bool {
-    !self.answered.replace(true)
-  }
-
-  fn answer_error(&self, js: Js, exception: Value) {
-    if self.first() {
-      self
-        .session
-        .answer(&self.id, Err(&rpc_error_from(js, exception)));
+  let handled = handler.map(|handler| {
+    let args = [js.string(method), parse_or_undefined(js, params)];
+    match js.call(handler, js.undefined(), &args) {
+      // A promise (or any thenable) is answered when it settles, anything else at once.
+      Ok(value) if is_thenable(js, value) => executor::settled(js, value),
+      Ok(value) => ready(Ok(host.hold(value))),
+      Err(Thrown(exception)) => ready(Err(host.hold(exception))),
     }
-  }
+  });
+  executor::spawn(js, async move {
+    let answer = server_requests::answer(&host, handled).await;
+    session.answer(&id, answer.as_deref());
+  });
 }
 
-unsafe extern "C" fn on_fulfilled(env: sys::napi_env, info: sys::napi_callback_info) -> Value {
-  let js = Js::new(env);
-  // SAFETY: info belongs to this call; data is the Rc<AnswerTarget> given to js.function.
-  let ([value], data) = unsafe { js.args::<1>(info) };
-  let target = unsafe { &*(data as *const Rc<AnswerTarget>) };
-  if target.first() {
-    answer_with_value(js, &target.session, &target.id, value);
-  }
-  js.undefined()
-}
-
-unsafe extern "C" fn on_rejected(env: sys::napi_env, info: sys::napi_callback_info) -> Value {
-  let js = Js::new(env);
-  // SAFETY: as in on_fulfilled.
-  let ([reason], data) = unsafe { js.args::<1>(info) };
-  let target = unsafe { &*(data as *const Rc<AnswerTarget>) };
-  target.answer_error(js, reason);
-  js.undefined()
-}
-
-fn answer_with_value(js: Js, session: &Session, id: &str, value: Value) {
-  match js.json_stringify(value) {
-    // A handler that returns nothing answers with an empty result object.
-    Ok(Some(text)) => session.answer(id, Ok(&text)),
-    Ok(None) => session.answer(id, Ok("{}")),
-    Err(Thrown(exception)) => session.answer(id, Err(&rpc_error_from(js, exception))),
-  }
-}
-
-/// A thrown value as a JSON-RPC error: its numeric `code` if it has one, else -32603.
-fn rpc_error_from(js: Js, thrown: Value) -> RpcError {
-  let is_object = js.type_of(thrown) == sys::ValueType::napi_object;
-  let code = is_object
-    .then(|| js.get(thrown, "code").ok())
-    .flatten()
-    .and_then(|c| js.number_value(c))
-    .filter(|c| c.fract() == 0.0)
-    .map(|c| c as i64)
-    .unwrap_or(INTERNAL_ERROR);
-  let message = if is_object {
-    js.get(thrown, "message")
-      .ok()
-      .and_then(|m| js.rust_string(m))
-  } else {
-    js.rust_string(thrown)
-  };
-  let data = is_object
-    .then(|| js.get(thrown, "data").ok())
-    .flatten()
-    .filter(|d| !js.is_nullish(*d))
-    .and_then(|d| js.json_stringify(d).ok().flatten());
-  RpcError {
-    code,
-    message: message.unwrap_or_else(|| "Internal error".to_string()),
-    data,
-  }
+fn is_thenable(js: Js, value: Value) -> bool {
+  js.type_of(value) == sys::ValueType::napi_object
+    && js.get(value, "then").is_ok_and(|then| js.is_function(then))
 }

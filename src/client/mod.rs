@@ -1,9 +1,11 @@
 //! The client flows of §6 over any host transport (C5): the `initialize` handshake with its
 //! timeout and abort (C1), paginated listings and the tool list cached on the connection
 //! (C2). `handshake` holds the pure parts: what `initialize` offers and the timeout text.
+pub mod call_mcp;
 mod connect;
 pub mod handshake;
 mod listing;
+pub mod server_requests;
 
 #[cfg(test)]
 mod tests;

@@ -144,6 +144,8 @@ impl Values for JsManagerHost {
     is_object(value: &Held) -> bool;
     truthy(value: &Held) -> bool;
     as_string(value: &Held) -> Option<String>;
+    as_number(value: &Held) -> Option<f64>;
+    to_json(value: &Held) -> Result<Option<String>, Held>;
     items(value: &Held) -> Option<Vec<Held>>;
     error(message: &str) -> Held;
     type_error(message: &str) -> Held;

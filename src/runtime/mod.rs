@@ -1,8 +1,11 @@
-//! The addon's own tokio runtime. It is independent of napi-rs's, which is torn down with
-//! the JS environment while our exit hooks may still need to stop children.
+//! The addon's runtimes: its own tokio runtime, independent of napi-rs's (which is torn down
+//! with the JS environment while our exit hooks may still need to stop children), and
+//! `local`, the executor that runs the core's `!Send` flows on a JS thread.
 use std::sync::OnceLock;
 
 use tokio::runtime::{Builder, Handle, Runtime};
+
+pub mod local;
 
 static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
 
