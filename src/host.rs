@@ -39,10 +39,15 @@ pub trait Values: Clone + 'static {
   /// An object (arrays included; not functions, not `null`).
   fn is_object(&self, value: &Self::Value) -> bool;
   fn truthy(&self, value: &Self::Value) -> bool;
+  fn is_function(&self, value: &Self::Value) -> bool;
   fn as_string(&self, value: &Self::Value) -> Option<String>;
   fn as_number(&self, value: &Self::Value) -> Option<f64>;
   /// `JSON.stringify(value)`: `None` when it has no JSON form; `Err` with what it threw.
   fn to_json(&self, value: &Self::Value) -> Result<Option<String>, Self::Value>;
+  /// Own enumerable string keys of an object, in order.
+  fn keys(&self, object: &Self::Value) -> Result<Vec<String>, Self::Value>;
+  /// `delete object[name]`.
+  fn delete_field(&self, object: &Self::Value, name: &str);
   /// The elements, when `value` is an array.
   fn items(&self, value: &Self::Value) -> Option<Vec<Self::Value>>;
   /// An `Error` with this message.

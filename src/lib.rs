@@ -7,6 +7,7 @@
 #![deny(clippy::all)]
 
 pub mod client;
+pub mod config;
 pub mod error;
 pub mod host;
 pub mod manager;

@@ -13,6 +13,7 @@ use super::js_error;
 use super::stdio::create_stdio_transport;
 use super::transport_class::finish;
 use crate::client::{self, ClientOptions, ConnectRequest};
+use crate::config::{transport_kind, TransportKind};
 use crate::host::Values;
 
 fn reject_type_error(js: Js, message: &str) -> Result<Value, Thrown> {
@@ -35,13 +36,10 @@ pub(crate) fn create_transport_value(js: Js, config: Value) -> Result<Value, Thr
     )
   };
   let env = Env::from_raw(js.env);
-  let created = match kind_text.as_deref() {
-    None | Some("stdio") => create_stdio_transport(env, JsArg(config)),
-    Some("http") | Some("sse") => create_http_transport(env, JsArg(config)),
-    Some(other) => {
-      let error = js.error(ErrorKind::Error, &format!("Unknown server type: {other}"));
-      return js.rejected(error);
-    }
+  let created = match transport_kind(kind_text.as_deref()) {
+    Ok(TransportKind::Stdio) => create_stdio_transport(env, JsArg(config)),
+    Ok(TransportKind::Http) => create_http_transport(env, JsArg(config)),
+    Err(message) => return js.rejected(js.error(ErrorKind::Error, &message)),
   };
   created.map(|raw| raw.0).map_err(|error| {
     Thrown(
@@ -124,7 +122,8 @@ pub(crate) fn connect_request(
   }
   let client = client_options(js, options).map_err(|m| type_error(&m))?;
   let signal = args::signal(js, options).map_err(|m| type_error(&m))?;
-  let timeout = args::timeout(js, config).map_err(|m| type_error(&m))?;
+  let timeout =
+    crate::config::timeout(&JsHost::new(js), &Held::new(js, config)).map_err(|m| type_error(&m))?;
   Ok(ConnectRequest {
     name,
     config: Held::new(js, config),

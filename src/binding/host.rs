@@ -147,6 +147,10 @@ impl Values for JsHost {
     self.js.truthy(value.get(self.js))
   }
 
+  fn is_function(&self, value: &Held) -> bool {
+    self.js.is_function(value.get(self.js))
+  }
+
   fn as_string(&self, value: &Held) -> Option<String> {
     self.js.rust_string(value.get(self.js))
   }
@@ -160,6 +164,17 @@ impl Values for JsHost {
       .js
       .json_stringify(value.get(self.js))
       .map_err(|Thrown(error)| self.hold(error))
+  }
+
+  fn keys(&self, object: &Held) -> Result<Vec<String>, Held> {
+    self
+      .js
+      .keys(object.get(self.js))
+      .map_err(|Thrown(error)| self.hold(error))
+  }
+
+  fn delete_field(&self, object: &Held, name: &str) {
+    self.js.delete(object.get(self.js), name);
   }
 
   fn items(&self, value: &Held) -> Option<Vec<Held>> {

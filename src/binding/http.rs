@@ -3,7 +3,7 @@ use napi::bindgen_prelude::This;
 use napi::Env;
 use napi_derive::napi;
 
-use super::args;
+use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
@@ -25,7 +25,8 @@ transport_class!(JsHttpTransport);
 
 impl StartableClass for JsHttpTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
-    let config = args::http_config(js, config)
+    let host = JsHost::new(js);
+    let config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     Ok(JsHttpTransport {
       config,

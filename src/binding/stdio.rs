@@ -4,6 +4,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::args;
+use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
@@ -24,7 +25,9 @@ transport_class!(JsStdioTransport);
 
 impl StartableClass for JsStdioTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
-    let config = args::stdio_config(js, config)
+    let host = JsHost::new(js);
+    let environment = args::host_environment(js);
+    let config = crate::config::stdio_config(&host, &host.hold(config), environment)
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     Ok(JsStdioTransport {
       config,

@@ -118,7 +118,7 @@ impl<H: ManagerHost> Manager<H> {
     generation: u64,
     connection: &H::Value,
   ) -> Result<(), H::Value> {
-    let settings = self.host.settings();
+    let settings = self.settings();
     let on_close = {
       let manager = Rc::downgrade(self);
       let name = name.to_string();
@@ -150,7 +150,7 @@ impl<H: ManagerHost> Manager<H> {
 
   /// M10 `autoRefreshTools`: `this.refreshServerTools(name)`, failures logged.
   fn notified(&self, name: &str, method: &str) {
-    if method == "notifications/tools/list_changed" && self.host.settings().auto_refresh_tools {
+    if method == "notifications/tools/list_changed" && self.settings().auto_refresh_tools {
       let refreshed = self.host.refresh_server_tools(name);
       self.warn_on_failure(refreshed, name, "Failed to refresh tools of MCP server");
     }

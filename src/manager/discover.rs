@@ -3,7 +3,7 @@
 //! copied into its result.
 use std::path::Path;
 
-use super::config_file::read_project_configs;
+use super::config_file::{read_project_configs, ProjectConfigs};
 use super::host::ManagerHost;
 
 pub async fn discover_and_connect<H: ManagerHost>(
@@ -16,7 +16,7 @@ pub async fn discover_and_connect<H: ManagerHost>(
     None => {
       let project =
         read_project_configs(Path::new(&cwd)).map_err(|e| host.error(&e.to_string()))?;
-      host.project_configs(&project)?
+      project_configs(&host, &project)?
     }
   };
   let field = |name: &str| {
@@ -48,4 +48,25 @@ pub async fn discover_and_connect<H: ManagerHost>(
     host.set_field(&result, "exaApiKeys", exa_keys)?;
   }
   Ok(result)
+}
+
+/// `{configs, sources}` from `.mcp.json`; each source names the file (W3).
+fn project_configs<H: ManagerHost>(
+  host: &H,
+  project: &ProjectConfigs,
+) -> Result<H::Value, H::Value> {
+  let configs = host.object(Vec::new())?;
+  let sources = host.object(Vec::new())?;
+  let path = project.path.to_string_lossy();
+  for (name, config) in &project.servers {
+    host.set_field(&configs, name, host.json(&config.to_string())?)?;
+    let source = host.object(vec![
+      ("provider", host.string("mcp-json")),
+      ("providerName", host.string(".mcp.json")),
+      ("path", host.string(&path)),
+      ("level", host.string("project")),
+    ])?;
+    host.set_field(&sources, name, source)?;
+  }
+  host.object(vec![("configs", configs), ("sources", sources)])
 }

@@ -104,7 +104,6 @@ impl<H: ManagerHost> Manager<H> {
     drop(sender);
 
     let startup = self
-      .host
       .settings()
       .startup_timeout
       .unwrap_or(DEFAULT_STARTUP_TIMEOUT);

@@ -7,7 +7,6 @@ use std::time::Duration;
 use futures::future::LocalBoxFuture;
 
 use super::backoff::ReconnectPolicy;
-use super::config_file::ProjectConfigs;
 use crate::host::{Clock, Pending, Transports};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +17,7 @@ pub enum Level {
 }
 
 /// The options the manager reads when it needs them (the caller may change them later).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
   /// M4: `options.startupTimeoutMs`, when a usable number.
   pub startup_timeout: Option<Duration>,
@@ -28,6 +27,42 @@ pub struct Settings {
   pub forwards_notifications: bool,
   /// M10: `options.autoRefreshTools`.
   pub auto_refresh_tools: bool,
+}
+
+impl Settings {
+  /// From the manager's `options` object (M4, M10).
+  pub fn read<H: crate::host::Values>(host: &H, options: Option<&H::Value>) -> Self {
+    let Some(options) = options.filter(|o| host.is_object(o)) else {
+      return Settings::default();
+    };
+    let option = |name: &str| {
+      host
+        .field(options, name)
+        .ok()
+        .filter(|v| !host.is_nullish(v))
+    };
+    let number = |object: &H::Value, name: &str| {
+      host
+        .field(object, name)
+        .ok()
+        .and_then(|v| host.as_number(&v))
+        .filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    let reconnect = option("reconnect").filter(|r| host.truthy(r)).map(|r| {
+      ReconnectPolicy::from_options(
+        number(&r, "maxAttempts"),
+        number(&r, "initialDelayMs"),
+        number(&r, "maxDelayMs"),
+      )
+    });
+    Settings {
+      startup_timeout: number(options, "startupTimeoutMs")
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
+      reconnect,
+      forwards_notifications: option("onNotification").is_some_and(|f| host.is_function(&f)),
+      auto_refresh_tools: option("autoRefreshTools").is_some_and(|v| host.truthy(&v)),
+    }
+  }
 }
 
 /// What the manager does when a watched transport delivers a notification (its method).
@@ -102,7 +137,8 @@ pub trait ManagerHost: Transports + Clock {
 
   /// `options.logger[level](message, {server, error?})`, when given.
   fn log(&self, level: Level, message: &str, server: &str, error: Option<&str>);
-  fn settings(&self) -> Settings;
+  /// The manager's `options` object, if it was given one.
+  fn options(&self) -> Option<Self::Value>;
 
   fn waiter(&self) -> Result<Self::Waiter, Self::Value>;
   fn waiter_value(&self, waiter: &Self::Waiter) -> Self::Value;
@@ -111,8 +147,6 @@ pub trait ManagerHost: Transports + Clock {
   /// W4 `loadConfigs(cwd, options)`: the call's own, else the constructor's; `None` for
   /// neither.
   fn load_configs(&self, cwd: &str, options: &Self::Value) -> Option<Pending<Self::Value>>;
-  /// `{configs, sources}` from `.mcp.json`, sources naming the file (M9).
-  fn project_configs(&self, project: &ProjectConfigs) -> Result<Self::Value, Self::Value>;
 
   /// M3: `authStorage.get(id)`; `None` without a storage.
   fn credential(&self, id: &str) -> Option<Pending<Self::Value>>;

@@ -35,7 +35,7 @@ pub use discover::discover_and_connect;
 pub use gate::{Entry, Report};
 use host::{Level, ManagerHost};
 pub use lifecycle::Wait;
-pub use prepare::{prepare_entries, Prepared};
+pub use prepare::{prepare_config, prepare_entries, Prepared};
 use state::Servers;
 
 /// One manager's state and its host. Flows that outlive a call hold it by `Rc`.
@@ -65,6 +65,10 @@ impl<H: ManagerHost> Manager<H> {
   /// Runs `f` on the state. Never call the host inside: it may call back into us.
   fn with<T>(&self, f: impl FnOnce(&mut Servers<H>) -> T) -> T {
     f(&mut self.servers.borrow_mut())
+  }
+
+  fn settings(&self) -> host::Settings {
+    host::Settings::read(&self.host, self.host.options().as_ref())
   }
 
   fn not_connected(&self, name: &str) -> H::Value {

@@ -39,6 +39,37 @@ fn oauth_access<H: Values>(host: &H, credential: &H::Value) -> Option<String> {
   (kind == "oauth" && !access.is_empty()).then_some(access)
 }
 
+/// M3 `prepareConfig(config)`: a copy of the caller's config whose entries are a copy of
+/// its own with the updates applied; the entries field is set when the config had one or
+/// something is left in it.
+pub async fn prepare_config<H: ManagerHost>(
+  host: &H,
+  config: &H::Value,
+) -> Result<H::Value, H::Value> {
+  let copy = host.shallow_copy(config)?;
+  let json = host
+    .to_json(config)?
+    .and_then(|text| serde_json::from_str(&text).ok())
+    .unwrap_or(Json::Null);
+  let prepared = prepare_entries(host, &json).await;
+  let original = host.field(&copy, prepared.field)?;
+  let entries = if host.is_object(&original) {
+    host.shallow_copy(&original)?
+  } else {
+    host.object(Vec::new())?
+  };
+  for (key, value) in prepared.updates {
+    match value {
+      Some(value) => host.set_field(&entries, &key, host.string(&value))?,
+      None => host.delete_field(&entries, &key),
+    }
+  }
+  if !host.is_nullish(&original) || !host.keys(&entries)?.is_empty() {
+    host.set_field(&copy, prepared.field, entries)?;
+  }
+  Ok(copy)
+}
+
 /// The updates for a config given as JSON (the caller's object is never touched).
 pub async fn prepare_entries<H: ManagerHost>(host: &H, config: &Json) -> Prepared {
   let stdio = is_stdio(config);

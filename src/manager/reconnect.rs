@@ -25,7 +25,7 @@ impl<H: ManagerHost> Manager<H> {
   /// A transport's `onClose` fired. Only a close nobody asked for counts: `disconnectServer`
   /// and `disconnectAll` forget the server before closing, so they never get here.
   pub(super) fn transport_closed(self: &Rc<Self>, name: &str, generation: u64) {
-    let policy = self.host.settings().reconnect;
+    let policy = self.settings().reconnect;
     let waiter = policy.and_then(|_| self.host.waiter().ok());
     let reconnecting = self.with(|s| {
       let next = s.next_generation();

@@ -14,7 +14,7 @@ use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
 use crate::binding::transport_class::{finish, thrown};
 use crate::host::Values;
-use crate::manager::{discover_and_connect, prepare_entries, Entry, Manager, Wait};
+use crate::manager::{discover_and_connect, prepare_config, Entry, Manager, Wait};
 
 #[napi(js_name = "MCPManager")]
 pub struct JsMcpManager {
@@ -129,30 +129,8 @@ impl JsMcpManager {
       return finish(js, js.rejected(error));
     }
     let host = manager.host().clone();
-    let json = json_of(js, config);
-    let copy = host.shallow_copy(&host.base().hold(config));
-    let preparing = async move {
-      let copy = copy?;
-      let prepared = prepare_entries(&host, &json).await;
-      let original = host.field(&copy, prepared.field)?;
-      let entries = if host.is_object(&original) {
-        host.shallow_copy(&original)?
-      } else {
-        host.object(Vec::new())?
-      };
-      let object = entries.get(js);
-      for (key, value) in prepared.updates {
-        match value {
-          Some(value) => js.set(object, &key, js.string(&value)),
-          None => js.delete(object, &key),
-        }
-      }
-      let has_entries = js.keys(object).is_ok_and(|keys| !keys.is_empty());
-      if !host.is_nullish(&original) || has_entries {
-        host.set_field(&copy, prepared.field, entries)?;
-      }
-      Ok(copy)
-    };
+    let config = Held::new(js, config);
+    let preparing = async move { prepare_config(&host, &config).await };
     finish(js, promise(js, preparing))
   }
 

@@ -19,9 +19,7 @@ use super::executor;
 use super::host::{call_method, ready, JsHost};
 use super::js::{ErrorKind, Held, Js, Thrown, Value};
 use crate::host::{Clock, Pending, Transports, Values};
-use crate::manager::backoff::ReconnectPolicy;
-use crate::manager::config_file::ProjectConfigs;
-use crate::manager::host::{Level, ManagerHost, Settings, Watch};
+use crate::manager::host::{Level, ManagerHost, Watch};
 
 #[derive(Clone)]
 pub(crate) struct JsManagerHost(Rc<Inner>);
@@ -143,9 +141,12 @@ impl Values for JsManagerHost {
     is_nullish(value: &Held) -> bool;
     is_object(value: &Held) -> bool;
     truthy(value: &Held) -> bool;
+    is_function(value: &Held) -> bool;
     as_string(value: &Held) -> Option<String>;
     as_number(value: &Held) -> Option<f64>;
     to_json(value: &Held) -> Result<Option<String>, Held>;
+    keys(object: &Held) -> Result<Vec<String>, Held>;
+    delete_field(object: &Held, name: &str) -> ();
     items(value: &Held) -> Option<Vec<Held>>;
     error(message: &str) -> Held;
     type_error(message: &str) -> Held;
@@ -330,37 +331,8 @@ impl ManagerHost for JsManagerHost {
     let _ = js.call(function, logger, &[js.string(message), context]);
   }
 
-  fn settings(&self) -> Settings {
-    let js = self.js();
-    let startup_timeout = self
-      .option("startupTimeoutMs")
-      .and_then(|v| js.number_value(v))
-      .filter(|ms| ms.is_finite() && *ms >= 0.0)
-      .map(|ms| Duration::from_secs_f64(ms / 1000.0));
-    let reconnect = self.option("reconnect").filter(|r| js.truthy(*r)).map(|r| {
-      let number = |field: &str| {
-        if js.type_of(r) != sys::ValueType::napi_object {
-          return None;
-        }
-        js.get(r, field)
-          .ok()
-          .and_then(|v| js.number_value(v))
-          .filter(|n| n.is_finite() && *n >= 0.0)
-      };
-      ReconnectPolicy::from_options(
-        number("maxAttempts"),
-        number("initialDelayMs"),
-        number("maxDelayMs"),
-      )
-    });
-    Settings {
-      startup_timeout,
-      reconnect,
-      forwards_notifications: self.option_function("onNotification").is_some(),
-      auto_refresh_tools: self
-        .option("autoRefreshTools")
-        .is_some_and(|v| js.truthy(v)),
-    }
+  fn options(&self) -> Option<Held> {
+    self.0.options.clone()
   }
 
   fn waiter(&self) -> Result<JsWaiter, Held> {
@@ -405,31 +377,6 @@ impl ManagerHost for JsManagerHost {
       None => self.option_function("loadConfigs")?,
     };
     Some(self.0.base.call(load, this, &[js.string(cwd), options]))
-  }
-
-  fn project_configs(&self, project: &ProjectConfigs) -> Result<Held, Held> {
-    let js = self.js();
-    let built = (|| {
-      let configs = js.object()?;
-      let sources = js.object()?;
-      let path = project.path.to_string_lossy().into_owned();
-      for (name, config) in &project.servers {
-        js.set(configs, name, js.json_parse(&config.to_string())?);
-        let source = js.object()?;
-        js.set(source, "provider", js.string("mcp-json"));
-        js.set(source, "providerName", js.string(".mcp.json"));
-        js.set(source, "path", js.string(&path));
-        js.set(source, "level", js.string("project"));
-        js.set(sources, name, source);
-      }
-      let loaded = js.object()?;
-      js.set(loaded, "configs", configs);
-      js.set(loaded, "sources", sources);
-      Ok::<_, Thrown>(loaded)
-    })();
-    built
-      .map(|loaded| Held::new(js, loaded))
-      .map_err(|Thrown(error)| Held::new(js, error))
   }
 
   fn credential(&self, id: &str) -> Option<Pending<Held>> {

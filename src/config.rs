@@ -1,0 +1,185 @@
+//! §1: what a server config object means to the transports: the stdio and HTTP settings
+//! read from the caller's object, with the defaults and the TypeError messages of E2.
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::host::Values;
+use crate::transport::http::HttpConfig;
+use crate::transport::stdio::{StdioConfig, DEFAULT_MAX_MESSAGE_BYTES};
+
+pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
+
+/// A TypeError message naming the field (E2).
+pub type ConfigResult<T> = Result<T, String>;
+
+fn field<H: Values>(host: &H, object: &H::Value, name: &str) -> ConfigResult<Option<H::Value>> {
+  let value = host
+    .field(object, name)
+    .map_err(|_| format!("The \"{name}\" field could not be read"))?;
+  Ok((!host.is_nullish(&value)).then_some(value))
+}
+
+/// A plain object in the `Record<string, unknown>` sense.
+fn is_record<H: Values>(host: &H, value: &H::Value) -> bool {
+  host.is_object(value) && host.items(value).is_none()
+}
+
+/// T7/§1: `timeout` in ms, default 30000, `0` disables.
+pub fn timeout<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<Duration>> {
+  let ms = match field(host, config, "timeout")? {
+    None => DEFAULT_TIMEOUT_MS,
+    Some(v) => host
+      .as_number(&v)
+      .filter(|n| n.is_finite() && *n >= 0.0)
+      .ok_or("The \"timeout\" field must be a non-negative number of milliseconds")?,
+  };
+  Ok((ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0)))
+}
+
+/// E3: `maxMessageBytes`, default 64 MiB.
+pub fn max_message_bytes<H: Values>(host: &H, config: &H::Value) -> ConfigResult<usize> {
+  match field(host, config, "maxMessageBytes")? {
+    None => Ok(DEFAULT_MAX_MESSAGE_BYTES),
+    Some(v) => host
+      .as_number(&v)
+      .filter(|n| n.is_finite() && *n >= 1.0)
+      .map(|n| n as usize)
+      .ok_or_else(|| "The \"maxMessageBytes\" field must be a positive number".to_string()),
+  }
+}
+
+/// S1: the stdio config. The child's environment is `environment` (the host's
+/// `process.env`, so runtimes that keep it apart from the C environment still agree)
+/// overlaid with `env`.
+pub fn stdio_config<H: Values>(
+  host: &H,
+  config: &H::Value,
+  environment: Vec<(OsString, OsString)>,
+) -> ConfigResult<StdioConfig> {
+  if !is_record(host, config) {
+    return Err("The \"config\" argument must be an object".to_string());
+  }
+  let command = field(host, config, "command")?
+    .and_then(|v| host.as_string(&v))
+    .filter(|c| !c.is_empty())
+    .ok_or("The \"command\" field must be a non-empty string")?;
+  let args = match field(host, config, "args")? {
+    None => Vec::new(),
+    Some(v) => host
+      .items(&v)
+      .and_then(|items| items.iter().map(|a| host.as_string(a)).collect())
+      .ok_or("The \"args\" field must be an array of strings")?,
+  };
+  let mut env = environment;
+  for (key, value) in string_record(host, config, "env")? {
+    let key = OsString::from(key);
+    env.retain(|(k, _)| *k != key);
+    env.push((key, OsString::from(value)));
+  }
+  let cwd = match field(host, config, "cwd")? {
+    None => None,
+    Some(v) => Some(PathBuf::from(
+      host
+        .as_string(&v)
+        .ok_or("The \"cwd\" field must be a string")?,
+    )),
+  };
+  Ok(StdioConfig {
+    command,
+    args,
+    env: Some(env),
+    cwd,
+    timeout: timeout(host, config)?,
+    max_message_bytes: max_message_bytes(host, config)?,
+  })
+}
+
+/// H1/H2: the HTTP config (`type` "http" or "sse").
+pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpConfig> {
+  if !is_record(host, config) {
+    return Err("The \"config\" argument must be an object".to_string());
+  }
+  let kind = field(host, config, "type")?.and_then(|v| host.as_string(&v));
+  let allow_legacy = match kind.as_deref() {
+    Some("http") => false,
+    Some("sse") => true,
+    _ => return Err("The \"type\" field must be \"http\" or \"sse\"".to_string()),
+  };
+  let url = field(host, config, "url")?
+    .and_then(|v| host.as_string(&v))
+    .filter(|u| !u.is_empty())
+    .ok_or("The \"url\" field must be a non-empty string")?;
+  let url = reqwest::Url::parse(&url)
+    .ok()
+    .filter(|u| matches!(u.scheme(), "http" | "https"))
+    .ok_or_else(|| format!("The \"url\" field must be an http(s) URL, got {url:?}"))?;
+  Ok(HttpConfig {
+    url,
+    headers: string_record(host, config, "headers")?,
+    timeout: timeout(host, config)?,
+    max_message_bytes: max_message_bytes(host, config)?,
+    allow_legacy,
+  })
+}
+
+/// A `Record<string, string>` field; `undefined` entries are skipped, numbers become text.
+fn string_record<H: Values>(
+  host: &H,
+  object: &H::Value,
+  name: &str,
+) -> ConfigResult<Vec<(String, String)>> {
+  let Some(record) = field(host, object, name)? else {
+    return Ok(Vec::new());
+  };
+  if !is_record(host, &record) {
+    return Err(format!("The \"{name}\" field must be an object of strings"));
+  }
+  let keys = host
+    .keys(&record)
+    .map_err(|_| format!("The \"{name}\" field could not be read"))?;
+  let mut entries = Vec::with_capacity(keys.len());
+  for key in keys {
+    let Some(value) = field(host, &record, &key)? else {
+      continue;
+    };
+    let value = host
+      .as_string(&value)
+      .or_else(|| host.as_number(&value).map(|n| n.to_string()))
+      .ok_or_else(|| format!("The \"{name}.{key}\" field must be a string"))?;
+    entries.push((key, value));
+  }
+  Ok(entries)
+}
+
+/// §5: which transport a config's `type` asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TransportKind {
+  Stdio,
+  Http,
+}
+
+/// `type` omitted or "stdio" → stdio; "http"/"sse" → HTTP; else the error's message.
+pub fn transport_kind(kind: Option<&str>) -> Result<TransportKind, String> {
+  match kind {
+    None | Some("stdio") => Ok(TransportKind::Stdio),
+    Some("http") | Some("sse") => Ok(TransportKind::Http),
+    Some(other) => Err(format!("Unknown server type: {other}")),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn transport_kinds() {
+    assert_eq!(transport_kind(None), Ok(TransportKind::Stdio));
+    assert_eq!(transport_kind(Some("stdio")), Ok(TransportKind::Stdio));
+    assert_eq!(transport_kind(Some("sse")), Ok(TransportKind::Http));
+    assert_eq!(
+      transport_kind(Some("ws")),
+      Err("Unknown server type: ws".to_string())
+    );
+  }
+}
