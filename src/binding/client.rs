@@ -75,37 +75,6 @@ pub fn server_supports_tools(env: Env, capabilities: JsArg) -> bool {
     .unwrap_or(false)
 }
 
-/// `options.client` of connectToServer, read through JSON.
-fn client_options(js: Js, options: Option<Value>) -> Result<ClientOptions, String> {
-  let Some(options) = options.filter(|o| !js.is_nullish(*o)) else {
-    return Ok(ClientOptions::default());
-  };
-  if js.type_of(options) != sys::ValueType::napi_object {
-    return Err("The \"options\" argument must be an object".into());
-  }
-  let client = js
-    .get(options, "client")
-    .map_err(|_| "The \"options.client\" field could not be read")?;
-  if js.is_nullish(client) {
-    return Ok(ClientOptions::default());
-  }
-  let invalid = "The \"options.client\" field must be an object";
-  let text = js.json_stringify(client).ok().flatten().ok_or(invalid)?;
-  let value: serde_json::Value = serde_json::from_str(&text).map_err(|_| invalid)?;
-  let object = value.as_object().ok_or(invalid)?;
-  Ok(ClientOptions {
-    client_info: object.get("clientInfo").cloned(),
-    protocol_version: object
-      .get("protocolVersion")
-      .and_then(|v| v.as_str())
-      .map(str::to_string),
-    capabilities: object
-      .get("capabilities")
-      .and_then(|c| c.as_object())
-      .cloned(),
-  })
-}
-
 /// The arguments of `connectToServer`, checked (E2): the request, or the value to reject with.
 pub(crate) fn connect_request(
   js: Js,
@@ -120,7 +89,9 @@ pub(crate) fn connect_request(
   if !js.is_record(config) {
     return Err(type_error("The \"config\" argument must be an object"));
   }
-  let client = client_options(js, options).map_err(|m| type_error(&m))?;
+  let host = JsHost::new(js);
+  let client = ClientOptions::read(&host, options.map(|o| host.hold(o)).as_ref())
+    .map_err(|m| type_error(&m))?;
   let signal = args::signal(js, options).map_err(|m| type_error(&m))?;
   let timeout =
     crate::config::timeout(&JsHost::new(js), &Held::new(js, config)).map_err(|m| type_error(&m))?;

@@ -69,51 +69,64 @@ pub fn call_method(js: Js, object: Value, method: &str, args: &[Value]) -> Resul
   js.call(function, object, args)
 }
 
-impl Values for JsHost {
+/// A host that lives on a JS thread: its values, clock, transports and signals are JS's.
+pub trait OnJs: Clone + 'static {
+  fn on(&self) -> JsHost;
+}
+
+impl OnJs for JsHost {
+  fn on(&self) -> JsHost {
+    *self
+  }
+}
+
+impl<T: OnJs> Values for T {
   type Value = Held;
 
   fn undefined(&self) -> Held {
-    self.hold(self.js.undefined())
+    self.on().hold(self.on().js.undefined())
   }
 
   fn string(&self, text: &str) -> Held {
-    self.hold(self.js.string(text))
+    self.on().hold(self.on().js.string(text))
   }
 
   fn json(&self, text: &str) -> Result<Held, Held> {
-    self.held(self.js.json_parse(text))
+    self.on().held(self.on().js.json_parse(text))
   }
 
   fn object(&self, fields: Vec<(&str, Held)>) -> Result<Held, Held> {
-    let js = self.js;
-    let object = js.object().map_err(|Thrown(e)| self.hold(e))?;
+    let js = self.on().js;
+    let object = js.object().map_err(|Thrown(e)| self.on().hold(e))?;
     for (name, value) in fields {
       js.set(object, name, value.get(js));
     }
-    Ok(self.hold(object))
+    Ok(self.on().hold(object))
   }
 
   fn array(&self, items: Vec<Held>) -> Result<Held, Held> {
-    let js = self.js;
-    let array = js.array(items.len()).map_err(|Thrown(e)| self.hold(e))?;
+    let js = self.on().js;
+    let array = js
+      .array(items.len())
+      .map_err(|Thrown(e)| self.on().hold(e))?;
     for (index, item) in items.iter().enumerate() {
       js.set_element(array, index as u32, item.get(js))
-        .map_err(|Thrown(e)| self.hold(e))?;
+        .map_err(|Thrown(e)| self.on().hold(e))?;
     }
-    Ok(self.hold(array))
+    Ok(self.on().hold(array))
   }
 
   fn shallow_copy(&self, object: &Held) -> Result<Held, Held> {
-    let js = self.js;
+    let js = self.on().js;
     let copied = (|| {
       let assign = js.get(js.get(js.global(), "Object")?, "assign")?;
       js.call(assign, js.undefined(), &[js.object()?, object.get(js)])
     })();
-    self.held(copied)
+    self.on().held(copied)
   }
 
   fn field(&self, value: &Held, name: &str) -> Result<Held, Held> {
-    let js = self.js;
+    let js = self.on().js;
     let value = value.get(js);
     if !matches!(
       js.type_of(value),
@@ -121,101 +134,105 @@ impl Values for JsHost {
     ) {
       return Ok(self.undefined());
     }
-    self.held(js.get(value, name))
+    self.on().held(js.get(value, name))
   }
 
   fn set_field(&self, object: &Held, name: &str, value: Held) -> Result<(), Held> {
-    let js = self.js;
+    let js = self.on().js;
     let object = object.get(js);
     js.set_property(object, js.string(name), value.get(js))
-      .map_err(|Thrown(e)| self.hold(e))
+      .map_err(|Thrown(e)| self.on().hold(e))
   }
 
   fn is_undefined(&self, value: &Held) -> bool {
-    self.js.type_of(value.get(self.js)) == sys::ValueType::napi_undefined
+    self.on().js.type_of(value.get(self.on().js)) == sys::ValueType::napi_undefined
   }
 
   fn is_nullish(&self, value: &Held) -> bool {
-    self.js.is_nullish(value.get(self.js))
+    self.on().js.is_nullish(value.get(self.on().js))
   }
 
   fn is_object(&self, value: &Held) -> bool {
-    self.js.type_of(value.get(self.js)) == sys::ValueType::napi_object
+    self.on().js.type_of(value.get(self.on().js)) == sys::ValueType::napi_object
   }
 
   fn truthy(&self, value: &Held) -> bool {
-    self.js.truthy(value.get(self.js))
+    self.on().js.truthy(value.get(self.on().js))
   }
 
   fn is_function(&self, value: &Held) -> bool {
-    self.js.is_function(value.get(self.js))
+    self.on().js.is_function(value.get(self.on().js))
   }
 
   fn as_string(&self, value: &Held) -> Option<String> {
-    self.js.rust_string(value.get(self.js))
+    self.on().js.rust_string(value.get(self.on().js))
   }
 
   fn as_number(&self, value: &Held) -> Option<f64> {
-    self.js.number_value(value.get(self.js))
+    self.on().js.number_value(value.get(self.on().js))
   }
 
   fn to_json(&self, value: &Held) -> Result<Option<String>, Held> {
     self
+      .on()
       .js
-      .json_stringify(value.get(self.js))
-      .map_err(|Thrown(error)| self.hold(error))
+      .json_stringify(value.get(self.on().js))
+      .map_err(|Thrown(error)| self.on().hold(error))
   }
 
   fn keys(&self, object: &Held) -> Result<Vec<String>, Held> {
     self
+      .on()
       .js
-      .keys(object.get(self.js))
-      .map_err(|Thrown(error)| self.hold(error))
+      .keys(object.get(self.on().js))
+      .map_err(|Thrown(error)| self.on().hold(error))
   }
 
   fn delete_field(&self, object: &Held, name: &str) {
-    self.js.delete(object.get(self.js), name);
+    self.on().js.delete(object.get(self.on().js), name);
   }
 
   fn items(&self, value: &Held) -> Option<Vec<Held>> {
-    let js = self.js;
+    let js = self.on().js;
     let array = value.get(js);
     if !js.is_array(array) {
       return None;
     }
     (0..js.array_length(array))
-      .map(|i| js.element(array, i).ok().map(|item| self.hold(item)))
+      .map(|i| js.element(array, i).ok().map(|item| self.on().hold(item)))
       .collect()
   }
 
   fn error(&self, message: &str) -> Held {
-    self.hold(self.js.error(ErrorKind::Error, message))
+    self
+      .on()
+      .hold(self.on().js.error(ErrorKind::Error, message))
   }
 
   fn type_error(&self, message: &str) -> Held {
-    self.hold(js_error::type_error(self.js, message))
+    self.on().hold(js_error::type_error(self.on().js, message))
   }
 
   fn message(&self, error: &Held) -> String {
-    self.js.error_message(error.get(self.js))
+    self.on().js.error_message(error.get(self.on().js))
   }
 }
 
-impl Clock for JsHost {
+impl<T: OnJs> Clock for T {
   fn sleep(&self, delay: Duration) -> LocalBoxFuture<'static, ()> {
-    executor::sleep(self.js, delay)
+    executor::sleep(self.on().js, delay)
   }
 
   fn spawn(&self, work: LocalBoxFuture<'static, ()>) {
-    executor::spawn(self.js, work);
+    executor::spawn(self.on().js, work);
   }
 }
 
-impl Transports for JsHost {
+impl<T: OnJs> Transports for T {
   fn create_transport(&self, config: &Held) -> Pending<Held> {
-    match super::client::create_transport_value(self.js, config.get(self.js)) {
-      Ok(created) => executor::settled(self.js, created),
-      Err(Thrown(error)) => ready(Err(self.hold(error))),
+    match super::client::create_transport_value(self.on().js, config.get(self.on().js)) {
+      Ok(created) => executor::settled(self.on().js, created),
+      Err(Thrown(error)) => ready(Err(self.on().hold(error))),
     }
   }
 
@@ -226,34 +243,36 @@ impl Transports for JsHost {
     params: Held,
     options: Option<Held>,
   ) -> Pending<Held> {
-    let js = self.js;
+    let js = self.on().js;
     let mut args = vec![js.string(method), params.get(js)];
     if let Some(options) = options.filter(|o| !self.is_nullish(o)) {
       args.push(options.get(js));
     }
-    self.call_method(transport, "request", &args)
+    self.on().call_method(transport, "request", &args)
   }
 
   fn notify(&self, transport: &Held, method: &str) -> Pending<Held> {
-    self.call_method(transport, "notify", &[self.js.string(method)])
+    self
+      .on()
+      .call_method(transport, "notify", &[self.on().js.string(method)])
   }
 
   fn close(&self, transport: &Held) -> Pending<Held> {
-    self.call_method(transport, "close", &[])
+    self.on().call_method(transport, "close", &[])
   }
 }
 
-impl Signals for JsHost {
+impl<T: OnJs> Signals for T {
   fn abort_reason(&self, signal: &Held) -> Option<Held> {
-    let js = self.js;
+    let js = self.on().js;
     let signal = signal.get(js);
     let aborted = js.get(signal, "aborted").ok()?;
     js.truthy(aborted)
-      .then(|| self.hold(super::calls::abort_reason(js, signal).0))
+      .then(|| self.on().hold(super::calls::abort_reason(js, signal).0))
   }
 
   fn when_aborted(&self, signal: &Held) -> LocalBoxFuture<'static, Held> {
-    match AbortWatch::start(self.js, signal.clone()) {
+    match AbortWatch::start(self.on().js, signal.clone()) {
       Ok(watch) => Box::pin(watch),
       Err(_) => Box::pin(std::future::pending()),
     }

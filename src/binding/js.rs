@@ -31,8 +31,10 @@ fn external_latin1_function() -> Option<CreateExternalLatin1> {
     // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up; a non-null result is that
     // function, whose C signature CreateExternalLatin1 matches.
     let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    (!symbol.is_null())
-      .then(|| unsafe { std::mem::transmute::<*mut c_void, CreateExternalLatin1>(symbol) })
+    // SAFETY: as above, a non-null symbol is a function of exactly that signature.
+    let function =
+      |symbol| unsafe { std::mem::transmute::<*mut c_void, CreateExternalLatin1>(symbol) };
+    (!symbol.is_null()).then(|| function(symbol))
   })
 }
 
@@ -125,6 +127,7 @@ impl Js {
     unsafe { sys::napi_is_exception_pending(self.env, &mut pending) };
     if pending {
       let mut exception = ptr::null_mut();
+      // SAFETY: as above; an exception is pending, so `exception` receives it.
       unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut exception) };
       return Err(Thrown(exception));
     }
@@ -136,44 +139,52 @@ impl Js {
 
   pub fn undefined(&self) -> Value {
     let mut v = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; `v` is a valid out slot.
     unsafe { sys::napi_get_undefined(self.env, &mut v) };
     v
   }
 
   pub fn null(&self) -> Value {
     let mut v = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; `v` is a valid out slot.
     unsafe { sys::napi_get_null(self.env, &mut v) };
     v
   }
 
   pub fn boolean(&self, b: bool) -> Value {
     let mut v = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; `v` is a valid out slot.
     unsafe { sys::napi_get_boolean(self.env, b, &mut v) };
     v
   }
 
   pub fn object(&self) -> Result<Value, Thrown> {
     let mut v = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; `v` is a valid out slot.
     self.check(unsafe { sys::napi_create_object(self.env, &mut v) })?;
     Ok(v)
   }
 
   pub fn array(&self, length: usize) -> Result<Value, Thrown> {
     let mut v = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; `v` is a valid out slot.
     self.check(unsafe { sys::napi_create_array_with_length(self.env, length, &mut v) })?;
     Ok(v)
   }
 
   pub fn set_element(&self, array: Value, index: u32, value: Value) -> Result<(), Thrown> {
+    // SAFETY: array and value are values of the current scope of this env.
     self.check(unsafe { sys::napi_set_element(self.env, array, index, value) })
   }
 
   pub fn set_property(&self, object: Value, key: Value, value: Value) -> Result<(), Thrown> {
+    // SAFETY: object, key and value are values of the current scope of this env.
     self.check(unsafe { sys::napi_set_property(self.env, object, key, value) })
   }
 
   pub fn number(&self, n: f64) -> Value {
     let mut v = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; `v` is a valid out slot.
     unsafe { sys::napi_create_double(self.env, n, &mut v) };
     v
   }
@@ -182,10 +193,12 @@ impl Js {
     let mut v = ptr::null_mut();
     // ASCII is Latin-1: V8 copies it without decoding, markedly faster for big strings.
     if s.len() >= 1024 && s.is_ascii() {
+      // SAFETY: the pointer and length describe `s`, alive for the call; V8 copies it.
       unsafe {
         sys::napi_create_string_latin1(self.env, s.as_ptr().cast(), s.len() as isize, &mut v)
       };
     } else {
+      // SAFETY: the pointer and length describe `s`, alive for the call; V8 copies it.
       unsafe {
         sys::napi_create_string_utf8(self.env, s.as_ptr().cast(), s.len() as isize, &mut v)
       };
@@ -205,6 +218,8 @@ impl Js {
     let (data, len) = unsafe { ((*owner).as_ptr(), (*owner).len()) };
     let mut value = ptr::null_mut();
     let mut copied = false;
+    // SAFETY: `create` is Node's function (see external_latin1_function); data/len stay valid
+    // until release_external frees the owner, which is the finalizer hint.
     let status = unsafe {
       create(
         self.env,
@@ -218,6 +233,7 @@ impl Js {
     };
     if status != sys::Status::napi_ok || copied {
       // Not adopted: the finalizer will never run, so the owner is ours to drop.
+      // SAFETY: the string was not adopted, so the finalizer never runs and the box is ours.
       let text = unsafe { Box::from_raw(owner) };
       if status != sys::Status::napi_ok {
         return self.string(std::str::from_utf8(&text).unwrap_or(""));
@@ -230,6 +246,7 @@ impl Js {
 
   pub fn global(&self) -> Value {
     let mut v = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; `v` is a valid out slot.
     unsafe { sys::napi_get_global(self.env, &mut v) };
     v
   }
@@ -237,17 +254,20 @@ impl Js {
   pub fn get(&self, object: Value, name: &str) -> Result<Value, Thrown> {
     let name = c_name(name);
     let mut v = ptr::null_mut();
+    // SAFETY: object is a value of the current scope; `name` is NUL-terminated.
     self.check(unsafe { sys::napi_get_named_property(self.env, object, name.as_ptr(), &mut v) })?;
     Ok(v)
   }
 
   pub fn set(&self, object: Value, name: &str, value: Value) {
     let name = c_name(name);
+    // SAFETY: object and value are of the current scope; `name` is NUL-terminated.
     unsafe { sys::napi_set_named_property(self.env, object, name.as_ptr(), value) };
   }
 
   pub fn type_of(&self, value: Value) -> i32 {
     let mut t = sys::ValueType::napi_undefined;
+    // SAFETY: value is a value of the current scope; `t` is a valid out slot.
     unsafe { sys::napi_typeof(self.env, value, &mut t) };
     t
   }
@@ -266,12 +286,14 @@ impl Js {
   /// A plain object in the `Record<string, unknown>` sense: not null, not an array, not a function.
   pub fn is_record(&self, value: Value) -> bool {
     let mut array = false;
+    // SAFETY: value is a value of the current scope; `array` is a valid out slot.
     unsafe { sys::napi_is_array(self.env, value, &mut array) };
     self.type_of(value) == sys::ValueType::napi_object && !array
   }
 
   pub fn is_array(&self, value: Value) -> bool {
     let mut array = false;
+    // SAFETY: value is a value of the current scope; `array` is a valid out slot.
     unsafe { sys::napi_is_array(self.env, value, &mut array) };
     array
   }
@@ -281,9 +303,11 @@ impl Js {
       return None;
     }
     let mut len = 0usize;
+    // SAFETY: value is a string of the current scope; the buffer holds what the length call reported.
     unsafe { sys::napi_get_value_string_utf8(self.env, value, ptr::null_mut(), 0, &mut len) };
     let mut buf = vec![0u8; len + 1];
     let mut written = 0usize;
+    // SAFETY: value is a string of the current scope; the buffer holds what the length call reported.
     unsafe {
       sys::napi_get_value_string_utf8(
         self.env,
@@ -302,6 +326,7 @@ impl Js {
       return None;
     }
     let mut n = 0f64;
+    // SAFETY: value is a number of the current scope (checked above).
     unsafe { sys::napi_get_value_double(self.env, value, &mut n) };
     Some(n)
   }
@@ -309,6 +334,7 @@ impl Js {
   pub fn truthy(&self, value: Value) -> bool {
     let mut coerced = ptr::null_mut();
     let mut b = false;
+    // SAFETY: value is of the current scope; the out slots are valid.
     unsafe {
       sys::napi_coerce_to_bool(self.env, value, &mut coerced);
       sys::napi_get_value_bool(self.env, coerced, &mut b);
@@ -319,12 +345,15 @@ impl Js {
   /// Own enumerable string keys.
   pub fn keys(&self, object: Value) -> Result<Vec<String>, Thrown> {
     let mut names = ptr::null_mut();
+    // SAFETY: object is a value of the current scope; `names` is a valid out slot.
     self.check(unsafe { sys::napi_get_property_names(self.env, object, &mut names) })?;
     let mut len = 0u32;
+    // SAFETY: the value is an array of the current scope; `len` is a valid out slot.
     unsafe { sys::napi_get_array_length(self.env, names, &mut len) };
     let mut keys = Vec::with_capacity(len as usize);
     for i in 0..len {
       let mut key = ptr::null_mut();
+      // SAFETY: the array is a value of the current scope; the out slot is valid.
       self.check(unsafe { sys::napi_get_element(self.env, names, i, &mut key) })?;
       if let Some(key) = self.rust_string(key) {
         keys.push(key);
@@ -335,18 +364,21 @@ impl Js {
 
   pub fn element(&self, array: Value, index: u32) -> Result<Value, Thrown> {
     let mut v = ptr::null_mut();
+    // SAFETY: the array is a value of the current scope; the out slot is valid.
     self.check(unsafe { sys::napi_get_element(self.env, array, index, &mut v) })?;
     Ok(v)
   }
 
   pub fn array_length(&self, array: Value) -> u32 {
     let mut len = 0u32;
+    // SAFETY: the value is an array of the current scope; `len` is a valid out slot.
     unsafe { sys::napi_get_array_length(self.env, array, &mut len) };
     len
   }
 
   pub fn call(&self, function: Value, this: Value, args: &[Value]) -> Result<Value, Thrown> {
     let mut result = ptr::null_mut();
+    // SAFETY: function, this and the args are values of the current scope; argc matches args.
     self.check(unsafe {
       sys::napi_call_function(
         self.env,
@@ -408,9 +440,11 @@ impl Js {
     let constructor = self.get(global, kind.constructor());
     let created = constructor.ok().map(|constructor| {
       let args = [self.string(message)];
+      // SAFETY: the constructor and args are values of the current scope; argc matches args.
       unsafe { sys::napi_new_instance(self.env, constructor, 1, args.as_ptr(), &mut error) }
     });
     if created != Some(sys::Status::napi_ok) {
+      // SAFETY: the message is a string of the current scope; `error` is a valid out slot.
       unsafe {
         sys::napi_create_error(self.env, ptr::null_mut(), self.string(message), &mut error)
       };
@@ -422,6 +456,7 @@ impl Js {
   /// errors from another realm.
   pub fn is_error(&self, value: Value) -> bool {
     let mut is = false;
+    // SAFETY: value is a value of the current scope; `is` is a valid out slot.
     unsafe { sys::napi_is_error(self.env, value, &mut is) };
     if is {
       return true;
@@ -431,6 +466,7 @@ impl Js {
     }
     match self.get(self.global(), "Error") {
       Ok(constructor) => {
+        // SAFETY: value and constructor are values of the current scope.
         unsafe { sys::napi_instanceof(self.env, value, constructor, &mut is) };
         is
       }
@@ -441,6 +477,7 @@ impl Js {
   /// `new constructor(...args)`.
   pub fn construct(&self, constructor: Value, args: &[Value]) -> Result<Value, Thrown> {
     let mut instance = ptr::null_mut();
+    // SAFETY: the constructor and args are values of the current scope; argc matches args.
     self.check(unsafe {
       sys::napi_new_instance(
         self.env,
@@ -456,9 +493,11 @@ impl Js {
   /// `String(value)`, for messages built from thrown non-errors.
   pub fn display(&self, value: Value) -> String {
     let mut text = ptr::null_mut();
+    // SAFETY: value is a value of the current scope; `text` is a valid out slot.
     let status = unsafe { sys::napi_coerce_to_string(self.env, value, &mut text) };
     if status != sys::Status::napi_ok {
       let mut exception = ptr::null_mut();
+      // SAFETY: env is the live env of this JS-thread call.
       unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut exception) };
       return String::new();
     }
@@ -480,21 +519,25 @@ impl Js {
   }
 
   pub fn throw(&self, error: Value) {
+    // SAFETY: error is a value of the current scope of this env.
     unsafe { sys::napi_throw(self.env, error) };
   }
 
   pub fn create_promise(&self) -> Result<(sys::napi_deferred, Value), Thrown> {
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
+    // SAFETY: env is the live env of this JS-thread call; both out slots are valid.
     self.check(unsafe { sys::napi_create_promise(self.env, &mut deferred, &mut promise) })?;
     Ok((deferred, promise))
   }
 
   pub fn resolve(&self, deferred: sys::napi_deferred, value: Value) {
+    // SAFETY: each deferred is settled once: callers take it out of its slot first.
     unsafe { sys::napi_resolve_deferred(self.env, deferred, value) };
   }
 
   pub fn reject(&self, deferred: sys::napi_deferred, value: Value) {
+    // SAFETY: each deferred is settled once: callers take it out of its slot first.
     unsafe { sys::napi_reject_deferred(self.env, deferred, value) };
   }
 
@@ -513,17 +556,20 @@ impl Js {
 
   pub fn new_ref(&self, value: Value, count: u32) -> sys::napi_ref {
     let mut r = ptr::null_mut();
+    // SAFETY: value is a value of the current scope; `r` is a valid out slot.
     unsafe { sys::napi_create_reference(self.env, value, count, &mut r) };
     r
   }
 
   pub fn ref_value(&self, reference: sys::napi_ref) -> Option<Value> {
     let mut v = ptr::null_mut();
+    // SAFETY: reference was made on this env and is not deleted before its owner drops.
     let status = unsafe { sys::napi_get_reference_value(self.env, reference, &mut v) };
     (status == sys::Status::napi_ok && !v.is_null()).then_some(v)
   }
 
   pub fn delete_ref(&self, reference: sys::napi_ref) {
+    // SAFETY: reference was made on this env; its single owner deletes it once.
     unsafe { sys::napi_delete_reference(self.env, reference) };
   }
 
@@ -547,6 +593,7 @@ impl Js {
     }
     let data = Box::into_raw(Box::new(data));
     let mut f = ptr::null_mut();
+    // SAFETY: callback matches napi_callback; data is the leaked box the finalizer below frees.
     let created = self.check(unsafe {
       sys::napi_create_function(
         self.env,
@@ -562,6 +609,7 @@ impl Js {
       drop(unsafe { Box::from_raw(data) });
       return Err(thrown);
     }
+    // SAFETY: f was just created; drop_data::<T> frees exactly the box given as data.
     unsafe {
       sys::napi_add_finalizer(
         self.env,
@@ -769,6 +817,7 @@ pub struct Tsfn(sys::napi_threadsafe_function);
 // SAFETY: napi_call_threadsafe_function may be called from any thread; ref/unref take the
 // JS thread's env and are only called there.
 unsafe impl Send for Tsfn {}
+// SAFETY: as for Send: shared use only calls the thread-safe entry point.
 unsafe impl Sync for Tsfn {}
 
 impl Tsfn {

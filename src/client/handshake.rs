@@ -14,6 +14,42 @@ pub struct ClientOptions {
   pub capabilities: Option<Map<String, Value>>,
 }
 
+impl ClientOptions {
+  /// `options.client` of `connectToServer`, or the TypeError message (E2).
+  pub fn read<H: crate::host::Values>(
+    host: &H,
+    options: Option<&H::Value>,
+  ) -> Result<Self, String> {
+    let Some(options) = options.filter(|o| !host.is_nullish(o)) else {
+      return Ok(ClientOptions::default());
+    };
+    if !host.is_object(options) {
+      return Err("The \"options\" argument must be an object".into());
+    }
+    let client = host
+      .field(options, "client")
+      .map_err(|_| "The \"options.client\" field could not be read")?;
+    if host.is_nullish(&client) {
+      return Ok(ClientOptions::default());
+    }
+    let invalid = "The \"options.client\" field must be an object";
+    let text = host.to_json(&client).ok().flatten().ok_or(invalid)?;
+    let value: Value = serde_json::from_str(&text).map_err(|_| invalid)?;
+    let object = value.as_object().ok_or(invalid)?;
+    Ok(ClientOptions {
+      client_info: object.get("clientInfo").cloned(),
+      protocol_version: object
+        .get("protocolVersion")
+        .and_then(|v| v.as_str())
+        .map(str::to_string),
+      capabilities: object
+        .get("capabilities")
+        .and_then(|c| c.as_object())
+        .cloned(),
+    })
+  }
+}
+
 /// C1: `initialize` params as JSON text.
 pub fn initialize_params(options: &ClientOptions) -> String {
   let mut capabilities = Map::new();

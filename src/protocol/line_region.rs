@@ -84,6 +84,7 @@ mod mapped {
   // SAFETY: the mapping is owned by one `Mapping`; `&mut` access is unique and `&` access
   // only reads, so it may move between threads and be read from several.
   unsafe impl Send for Mapping {}
+  // SAFETY: as for Send: shared access only reads.
   unsafe impl Sync for Mapping {}
 
   impl Mapping {

@@ -144,8 +144,9 @@ pub fn install_exit_hooks() {
   static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
   let _serialised = INSTALL.lock();
   for (index, &signal) in EXIT_SIGNALS.iter().enumerate() {
-    // SAFETY: sigaction with a null new action only reads the current one.
+    // SAFETY: sigaction is plain old data; all zeroes is a valid (empty) value.
     let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: sigaction with a null new action only reads the current one.
     if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
       continue;
     }
@@ -157,6 +158,7 @@ pub fn install_exit_hooks() {
     // SAFETY: the slot is not read until our handler is installed below; installs are
     // serialised by the lock, and a handler already running reads a slot of its own signal.
     unsafe { (*PREVIOUS.0[index].get()).write(current) };
+    // SAFETY: as above, an all-zero sigaction is valid; every field we need is set below.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
     action.sa_sigaction = ours;
     action.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND;

@@ -9,16 +9,15 @@ mod tools;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use napi::sys;
 
 use super::client::connect_request;
 use super::executor;
-use super::host::{call_method, ready, JsHost};
+use super::host::{call_method, ready, JsHost, OnJs};
 use super::js::{ErrorKind, Held, Js, Thrown, Value};
-use crate::host::{Clock, Pending, Transports, Values};
+use crate::host::{Pending, Values};
 use crate::manager::host::{Level, ManagerHost, Watch};
 
 #[derive(Clone)]
@@ -119,54 +118,9 @@ impl Drop for JsWaiter {
   }
 }
 
-/// The value, clock and transport traits of the JS host the manager runs on.
-macro_rules! forward {
-  ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-    $(fn $name(&self, $($arg: $ty),*) -> $ret { self.0.base.$name($($arg),*) })*
-  };
-}
-
-impl Values for JsManagerHost {
-  type Value = Held;
-  forward! {
-    undefined() -> Held;
-    string(text: &str) -> Held;
-    json(text: &str) -> Result<Held, Held>;
-    object(fields: Vec<(&str, Held)>) -> Result<Held, Held>;
-    array(items: Vec<Held>) -> Result<Held, Held>;
-    shallow_copy(object: &Held) -> Result<Held, Held>;
-    field(value: &Held, name: &str) -> Result<Held, Held>;
-    set_field(object: &Held, name: &str, value: Held) -> Result<(), Held>;
-    is_undefined(value: &Held) -> bool;
-    is_nullish(value: &Held) -> bool;
-    is_object(value: &Held) -> bool;
-    truthy(value: &Held) -> bool;
-    is_function(value: &Held) -> bool;
-    as_string(value: &Held) -> Option<String>;
-    as_number(value: &Held) -> Option<f64>;
-    to_json(value: &Held) -> Result<Option<String>, Held>;
-    keys(object: &Held) -> Result<Vec<String>, Held>;
-    delete_field(object: &Held, name: &str) -> ();
-    items(value: &Held) -> Option<Vec<Held>>;
-    error(message: &str) -> Held;
-    type_error(message: &str) -> Held;
-    message(error: &Held) -> String;
-  }
-}
-
-impl Clock for JsManagerHost {
-  forward! {
-    sleep(delay: Duration) -> LocalBoxFuture<'static, ()>;
-    spawn(work: LocalBoxFuture<'static, ()>) -> ();
-  }
-}
-
-impl Transports for JsManagerHost {
-  forward! {
-    create_transport(config: &Held) -> Pending<Held>;
-    request(transport: &Held, method: &str, params: Held, options: Option<Held>) -> Pending<Held>;
-    notify(transport: &Held, method: &str) -> Pending<Held>;
-    close(transport: &Held) -> Pending<Held>;
+impl OnJs for JsManagerHost {
+  fn on(&self) -> JsHost {
+    self.0.base
   }
 }
 
