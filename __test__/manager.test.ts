@@ -367,6 +367,20 @@ describe("M2 validation", () => {
     expect(m.getConnectionStatus("both")).toBe("disconnected");
   });
 });
+describe("M6 getAllServerNames", () => {
+  it("M6/M1: a server whose config failed validation still has its recorded source and its name", async () => {
+    const m = makeManager();
+    const src = source("/bad/.mcp.json");
+    const result = await m.connectServers({ bad: { command: "" } as any, good: fx() }, { bad: src });
+    expect(result.errors.get("bad")).toBe('Server "bad": stdio server requires "command" field');
+    expect(m.getSource("bad")).toEqual(src);
+    expect(sorted(m.getAllServerNames())).toEqual(["bad", "good"]);
+    expect(m.getConnectionStatus("bad")).toBe("disconnected");
+    await m.disconnectServer("bad");
+    expect(m.getAllServerNames()).toEqual(["good"]);
+  });
+});
+
 
 // ---- M3 config resolution ----
 

@@ -113,3 +113,38 @@ describe("W1 on Bun", () => {
     expect(error.message).toBe("MCP server not connected: broken");
   });
 });
+
+// M3 on Bun: `process.env` assignments and `.env` variables live only in Bun's JS view of the
+// environment, never in the C one, so values must resolve through `process.env`.
+describe("M3 value resolution on Bun", () => {
+  it("M3: a variable assigned at run time resolves a header value and reaches a !command", async () => {
+    const name = `MCP_NATIVE_BUN_RUNTIME_${process.pid}`;
+    process.env[name] = "assigned-at-run-time";
+    try {
+      const m = new native.MCPManager(cwd);
+      const http = await m.prepareConfig({ type: "http", url: "http://127.0.0.1:1/mcp", headers: { Authorization: name } });
+      expect(http.headers).toEqual({ Authorization: "assigned-at-run-time" });
+      const stdio = await m.prepareConfig({ command: "srv", env: { FROM_SHELL: `!printf %s "$${name}"` } });
+      expect(stdio.env).toEqual({ FROM_SHELL: "assigned-at-run-time" });
+    } finally {
+      delete process.env[name];
+    }
+  });
+
+  it("M3: a variable Bun loaded from a .env file resolves too", () => {
+    writeFileSync(join(cwd, ".env"), "MCP_NATIVE_BUN_DOTENV=loaded-from-dotenv\n");
+    const script = join(cwd, "resolve.mjs");
+    const addon = fileURLToPath(new URL("../../index.js", import.meta.url));
+    writeFileSync(
+      script,
+      `import { createRequire } from "node:module";
+const { MCPManager } = createRequire(import.meta.url)(${JSON.stringify(addon)});
+const m = new MCPManager(process.cwd());
+const config = await m.prepareConfig({ type: "sse", url: "http://127.0.0.1:1/sse", headers: { "X-Key": "MCP_NATIVE_BUN_DOTENV" } });
+console.log(JSON.stringify(config.headers));`,
+    );
+    const run = Bun.spawnSync([process.execPath, script], { cwd, env: { PATH: process.env.PATH ?? "" } });
+    expect(run.stderr.toString()).toBe("");
+    expect(JSON.parse(run.stdout.toString())).toEqual({ "X-Key": "loaded-from-dotenv" });
+  });
+});
