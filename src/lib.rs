@@ -9,6 +9,8 @@
 pub mod client;
 pub mod config;
 pub mod error;
+#[cfg(test)]
+pub(crate) mod fake_host;
 pub mod host;
 pub mod manager;
 pub mod protocol;
