@@ -21,7 +21,6 @@ use serde_json::{json, Map, Value as Json};
 
 use crate::client::{ClientOptions, ConnectRequest};
 use crate::host::{Clock, Pending, Signals, Transports, Values};
-use crate::manager::config_file::ProjectConfigs;
 use crate::manager::host::{Level, ManagerHost, NotificationHook, Settings, Watch};
 use crate::manager::tools::default_tools;
 use crate::manager::{prepare_entries, Entry, Manager, Wait};
@@ -51,6 +50,8 @@ pub enum V {
   /// An AbortController and its signal in one.
   Signal(Rc<FakeSignal>),
   Promise(Rc<FakePromise>),
+  /// A function nobody calls: all the flows ask of one is that it is one.
+  Function,
 }
 
 pub struct FakeError {
@@ -111,6 +112,7 @@ impl V {
       V::Transport(t) => json!({ "$transport": t.id }),
       V::Signal(_) => json!("$signal"),
       V::Promise(_) => json!("$promise"),
+      V::Function => json!("$function"),
     }
   }
 
@@ -182,6 +184,7 @@ impl V {
       (V::Transport(a), V::Transport(b)) => Rc::ptr_eq(a, b),
       (V::Signal(a), V::Signal(b)) => Rc::ptr_eq(a, b),
       (V::Promise(a), V::Promise(b)) => Rc::ptr_eq(a, b),
+      (V::Function, V::Function) => true,
       _ => false,
     }
   }
@@ -796,8 +799,33 @@ impl Values for FakeHost {
     }
   }
 
+  fn is_function(&self, value: &V) -> bool {
+    matches!(value, V::Function)
+  }
+
   fn as_string(&self, value: &V) -> Option<String> {
     value.text()
+  }
+
+  fn as_number(&self, value: &V) -> Option<f64> {
+    match value {
+      V::Number(n) => Some(*n),
+      _ => None,
+    }
+  }
+
+  fn to_json(&self, value: &V) -> Result<Option<String>, V> {
+    Ok((!matches!(value, V::Undefined | V::Function)).then(|| value.to_json().to_string()))
+  }
+
+  fn keys(&self, object: &V) -> Result<Vec<String>, V> {
+    Ok(object.keys())
+  }
+
+  fn delete_field(&self, object: &V, name: &str) {
+    if let V::Object(fields) = object {
+      fields.borrow_mut().retain(|(n, _)| n != name);
+    }
   }
 
   fn items(&self, value: &V) -> Option<Vec<V>> {
@@ -1132,8 +1160,27 @@ impl ManagerHost for FakeHost {
     });
   }
 
-  fn settings(&self) -> Settings {
-    self.0.settings.borrow().clone()
+  /// The typed settings a test set, as the options object a caller would pass.
+  fn options(&self) -> Option<V> {
+    let settings = self.0.settings.borrow().clone();
+    let ms = |d: Duration| V::Number(d.as_secs_f64() * 1000.0);
+    let mut fields = Vec::new();
+    if let Some(timeout) = settings.startup_timeout {
+      fields.push(("startupTimeoutMs", ms(timeout)));
+    }
+    if let Some(policy) = settings.reconnect {
+      let reconnect = V::object(vec![
+        ("maxAttempts", V::Number(f64::from(policy.max_attempts))),
+        ("initialDelayMs", ms(policy.initial_delay)),
+        ("maxDelayMs", ms(policy.max_delay)),
+      ]);
+      fields.push(("reconnect", reconnect));
+    }
+    if settings.forwards_notifications {
+      fields.push(("onNotification", V::Function));
+    }
+    fields.push(("autoRefreshTools", V::Bool(settings.auto_refresh_tools)));
+    Some(V::object(fields))
   }
 
   fn waiter(&self) -> Result<FakeWaiter, V> {
@@ -1151,25 +1198,6 @@ impl ManagerHost for FakeHost {
   fn load_configs(&self, _cwd: &str, _options: &V) -> Option<Pending<V>> {
     let loaded = self.0.loaded.borrow().clone()?;
     Some(ready(Ok(V::from_json(&loaded))))
-  }
-
-  fn project_configs(&self, project: &ProjectConfigs) -> Result<V, V> {
-    let configs = V::object(Vec::new());
-    let sources = V::object(Vec::new());
-    let path = project.path.to_string_lossy().into_owned();
-    for (name, config) in &project.servers {
-      configs.set(name, V::from_json(config));
-      sources.set(
-        name,
-        v(json!({
-          "provider": "mcp-json",
-          "providerName": ".mcp.json",
-          "path": path,
-          "level": "project",
-        })),
-      );
-    }
-    Ok(V::object(vec![("configs", configs), ("sources", sources)]))
   }
 
   fn credential(&self, id: &str) -> Option<Pending<V>> {

@@ -156,12 +156,12 @@ impl<H: ManagerHost> Manager<H> {
     }
   }
 
-  /// Settles the waiters of a phase that was just left; a reconnect loop stops.
+  /// Settles the waiters of a phase that was just left; reconnect attempts stop.
   pub(super) fn settle_phase(&self, phase: Phase<H>, outcome: Result<&H::Value, &H::Value>) {
     let waiter = match phase {
       Phase::Connecting(waiter) => waiter,
       Phase::Reconnecting { waiter, stop, .. } => {
-        stop.abort();
+        drop(stop);
         waiter
       }
       Phase::Connected(_) | Phase::Dead(_) | Phase::Failed => return,

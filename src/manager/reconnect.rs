@@ -4,7 +4,8 @@
 //! their names and the objects the agent holds work again) with backoff and jitter.
 use std::rc::Rc;
 
-use futures::future::{AbortHandle, Abortable};
+use futures::channel::oneshot;
+use futures::future::{select, Either};
 
 use super::backoff::ReconnectPolicy;
 use super::host::{Level, ManagerHost};
@@ -35,14 +36,14 @@ impl<H: ManagerHost> Manager<H> {
       };
       match (waiter, policy) {
         (Some(waiter), Some(policy)) => {
-          let (stop, registration) = AbortHandle::new_pair();
+          let (stop, stopped) = oneshot::channel();
           server.generation = next;
           server.phase = Phase::Reconnecting {
             connection,
             waiter,
             stop,
           };
-          Some(Some((next, policy, registration)))
+          Some(Some((next, policy, stopped)))
         }
         _ => {
           server.phase = Phase::Dead(connection);
@@ -51,7 +52,7 @@ impl<H: ManagerHost> Manager<H> {
       }
     });
     match reconnecting {
-      Some(Some((generation, policy, registration))) => {
+      Some(Some((generation, policy, stopped))) => {
         self.host.log(
           Level::Warn,
           &format!("MCP server \"{name}\" disconnected unexpectedly; reconnecting"),
@@ -60,9 +61,8 @@ impl<H: ManagerHost> Manager<H> {
         );
         let manager = self.clone();
         let name = name.to_string();
-        let attempts = async move { manager.reconnect(&name, generation, policy).await };
         self.host.spawn(Box::pin(async move {
-          let _ = Abortable::new(attempts, registration).await;
+          manager.reconnect(&name, generation, policy, stopped).await
         }));
       }
       Some(None) => self.host.log(
@@ -75,11 +75,21 @@ impl<H: ManagerHost> Manager<H> {
     }
   }
 
-  /// The attempts, each after its delay; stopped from outside when the server is forgotten.
-  async fn reconnect(self: &Rc<Self>, name: &str, generation: u64, policy: ReconnectPolicy) {
+  /// The attempts, each after its delay. Forgetting the server ends them at the next
+  /// delay: an attempt in flight runs on, sees it was superseded and closes what it opened
+  /// (M7), rather than being dropped with its transport open.
+  async fn reconnect(
+    self: &Rc<Self>,
+    name: &str,
+    generation: u64,
+    policy: ReconnectPolicy,
+    mut stopped: oneshot::Receiver<()>,
+  ) {
     let mut last_error = None;
     for delay in policy.delays() {
-      self.host.sleep(delay).await;
+      if let Either::Right(_) = select(self.host.sleep(delay), &mut stopped).await {
+        return;
+      }
       let config = self.with(|s| s.current(name, generation).map(|s| s.config.clone()));
       let Some(config) = config else { return };
       let fresh = match self.open(name, generation, &config).await {

@@ -1,6 +1,6 @@
 //! What the manager knows about each server: the caller's config, the phase of its
 //! connection, the tools handed out for it. Plain data; the flows decide the transitions.
-use futures::future::AbortHandle;
+use futures::channel::oneshot;
 
 use super::host::ManagerHost;
 
@@ -12,8 +12,9 @@ pub enum Phase<H: ManagerHost> {
   Reconnecting {
     connection: H::Value,
     waiter: H::Waiter,
-    /// Stops the attempts (and their pending delay) when the server is forgotten.
-    stop: AbortHandle,
+    /// Dropped when the server is forgotten: the attempts stop at their next delay (an
+    /// attempt in flight finishes first and closes what it opened).
+    stop: oneshot::Sender<()>,
   },
   /// Closed unexpectedly without `reconnect`: calls fail fast (M11).
   Dead(H::Value),

@@ -867,7 +867,6 @@ async fn m7_m10_disconnect_during_the_reconnect_delay_stops_the_attempts() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-#[ignore = "bug: disconnect during a reconnect attempt drops the attempt, so its late connection is never closed (M7)"]
 async fn m7_m10_a_connection_completing_after_disconnect_during_a_reconnect_is_closed() {
   local(async {
     let host = FakeHost::new();
@@ -905,7 +904,6 @@ async fn m7_m10_a_connection_completing_after_disconnect_during_a_reconnect_is_c
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-#[ignore = "bug: disconnect during a reconnect handshake drops the attempt before it sees the abort, so its transport is never closed (M7)"]
 async fn m7_m10_disconnect_during_a_reconnect_handshake_closes_its_transport() {
   local(async {
     let host = FakeHost::new();
