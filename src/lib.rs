@@ -16,6 +16,7 @@ pub mod manager;
 pub mod protocol;
 pub mod runtime;
 pub mod session;
+pub mod sys;
 pub mod transport;
 
 #[cfg(not(test))]

@@ -135,8 +135,7 @@ fn shell_command(command: &str) -> Command {
 async fn kill_all(child: &mut Child, pid: Option<u32>) {
   #[cfg(unix)]
   if let Some(pgid) = pid.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
-    // SAFETY: kill(2) takes plain integers; a negative pid addresses the process group.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    crate::sys::process::signal_group(pgid, libc::SIGKILL);
   }
   #[cfg(not(unix))]
   let _ = pid;
@@ -294,8 +293,8 @@ mod tests {
       Ok(stat) => stat
         .rsplit_once(") ")
         .is_some_and(|(_, rest)| !rest.starts_with('Z')),
-      // SAFETY: signal 0 only checks that the process exists.
-      Err(_) => !cfg!(target_os = "linux") && unsafe { libc::kill(pid, 0) } == 0,
+      // Signal 0 only asks whether the process exists.
+      Err(_) => !cfg!(target_os = "linux") && crate::sys::process::signal_process(pid, 0),
     }
   }
 

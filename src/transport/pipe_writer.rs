@@ -93,9 +93,9 @@ impl FrameSink for PipeWriter {
     bytes.push(b'\n');
     let mut written = 0;
     if *state == State::Idle {
-      // SAFETY: the descriptor stays open while the state is not Closed, and the state
-      // cannot change while we hold its lock; the buffer is valid for its length.
-      let n = unsafe { libc::write(self.fd, bytes.as_ptr().cast(), bytes.len()) };
+      // The descriptor stays open while the state is not Closed, and the state cannot
+      // change while we hold its lock.
+      let n = crate::sys::process::write(self.fd, &bytes);
       if n as usize == bytes.len() {
         return Ok(Sent::Written);
       }

@@ -95,14 +95,7 @@ impl StdioTransport {
     if let Some(cwd) = &config.cwd {
       command.current_dir(cwd);
     }
-    // SAFETY: prctl is async-signal-safe, as pre_exec requires.
-    unsafe {
-      command.pre_exec(|| {
-        // S8 backstop: if the host dies without running its exit hooks, the server hears of it.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-        Ok(())
-      });
-    }
+    crate::sys::process::die_with_parent(&mut command);
     let mut child = command
       .spawn()
       .map_err(|e| spawn_error(&config.command, &e))?;
@@ -123,8 +116,7 @@ impl StdioTransport {
 
     // Larger pipes mean fewer wake-ups per megabyte; the kernel may refuse (best effort).
     for fd in [stdin.as_raw_fd(), stdout.as_raw_fd()] {
-      // SAFETY: fcntl on a pipe descriptor we own; failure leaves the default size.
-      unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
+      crate::sys::process::set_pipe_size(fd, PIPE_BYTES);
     }
     let (pipe, writer_task) = PipeWriter::new(stdin);
     let session = Session::new(pipe, events.clone(), config.timeout, runtime.clone(), false);

@@ -1,0 +1,158 @@
+//! Processes, signals and descriptors: the system calls behind the stdio transport, its
+//! process groups (S6, S8) and `!command` values (M3).
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
+use std::time::Duration;
+
+/// Sends `signal` to every process in the group; false if the group is gone.
+pub fn signal_group(pgid: i32, signal: i32) -> bool {
+  // SAFETY: kill has no memory-safety preconditions.
+  unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// Sends `signal` to one process; false if it is gone (0 only asks whether it exists).
+pub fn signal_process(pid: i32, signal: i32) -> bool {
+  // SAFETY: kill has no memory-safety preconditions.
+  unsafe { libc::kill(pid, signal) == 0 }
+}
+
+/// Reaps the child `pid` if it has exited, without waiting. Async-signal-safe.
+pub fn reap_if_exited(pid: i32) {
+  // SAFETY: waitpid with WNOHANG and a null status pointer is always safe to call.
+  unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+}
+
+/// Sleeps without touching anything a signal handler must not. Async-signal-safe.
+pub fn sleep_signal_safe(duration: Duration) {
+  let step = libc::timespec {
+    tv_sec: duration.as_secs() as libc::time_t,
+    tv_nsec: duration.subsec_nanos() as libc::c_long,
+  };
+  // SAFETY: step is a valid timespec; the remainder pointer may be null.
+  unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
+}
+
+/// Makes the pipe behind `fd` hold `bytes` (best effort: the kernel may refuse).
+#[cfg(target_os = "linux")]
+pub fn set_pipe_size(fd: RawFd, bytes: i32) {
+  // SAFETY: fcntl with F_SETPIPE_SZ takes an int and touches no memory of ours; on a
+  // descriptor that is not a pipe it fails harmlessly.
+  unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, bytes) };
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn set_pipe_size(_fd: RawFd, _bytes: i32) {}
+
+/// `write(2)`: the bytes written, or -1. The caller keeps `fd` open for the call.
+pub fn write(fd: RawFd, bytes: &[u8]) -> isize {
+  // SAFETY: the buffer is valid for its length; write(2) on a closed descriptor only fails.
+  unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// S8 backstop: the child gets SIGTERM when the thread that spawned it dies, so a host that
+/// dies without running its exit hooks still stops it.
+#[cfg(target_os = "linux")]
+pub fn die_with_parent(command: &mut tokio::process::Command) {
+  // SAFETY: prctl is async-signal-safe, as pre_exec requires.
+  unsafe {
+    command.pre_exec(|| {
+      libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+      Ok(())
+    });
+  }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn die_with_parent(_command: &mut tokio::process::Command) {}
+
+/// What the exit hooks run: a plain `fn`, stored as an address so a handler can read it.
+static ON_EXIT: AtomicUsize = AtomicUsize::new(0);
+
+fn run_on_exit() {
+  let hook = ON_EXIT.load(Ordering::Acquire);
+  if hook != 0 {
+    // SAFETY: only `on_exit` stores here, and it stores a `fn()`.
+    let hook: fn() = unsafe { std::mem::transmute::<usize, fn()>(hook) };
+    hook();
+  }
+}
+
+extern "C" fn run_at_exit() {
+  run_on_exit();
+}
+
+const EXIT_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+struct PreviousActions([std::cell::UnsafeCell<std::mem::MaybeUninit<libc::sigaction>>; 3]);
+// SAFETY: each slot is written before the handler that reads it is installed, and only then.
+unsafe impl Sync for PreviousActions {}
+
+static PREVIOUS: PreviousActions =
+  PreviousActions([const { std::cell::UnsafeCell::new(std::mem::MaybeUninit::zeroed()) }; 3]);
+
+extern "C" fn on_exit_signal(signal: i32, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+  run_on_exit();
+  let Some(index) = EXIT_SIGNALS.iter().position(|&s| s == signal) else {
+    return;
+  };
+  // SAFETY: the slot was filled before this handler was installed (see on_exit).
+  let previous = unsafe { (*PREVIOUS.0[index].get()).assume_init_ref() };
+  let handler = previous.sa_sigaction;
+  if handler == libc::SIG_IGN {
+    return;
+  }
+  if handler == libc::SIG_DFL {
+    // SAFETY: restoring the default disposition and re-raising is the standard chain.
+    unsafe {
+      libc::signal(signal, libc::SIG_DFL);
+      libc::raise(signal);
+    }
+    return;
+  }
+  // SAFETY: a non-default handler is a function taking (signal[, info, context]); the extra
+  // arguments are harmless to a one-argument handler under the C ABI.
+  let previous: extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) =
+    unsafe { std::mem::transmute(handler) };
+  previous(signal, info, context);
+}
+
+/// Runs `hook` (async-signal-safe, it may run in a signal handler) when the process exits:
+/// at `exit()` and on SIGINT, SIGTERM and SIGHUP, before the signal's previous handler. A
+/// signal whose handler JS has taken over (a `process.on("SIGINT")` listener, installed by
+/// libuv with SA_RESTART) is left alone, because the host then decides whether to exit.
+pub fn on_exit(hook: fn()) {
+  ON_EXIT.store(hook as usize, Ordering::Release);
+  static AT_EXIT: Once = Once::new();
+  AT_EXIT.call_once(|| {
+    // SAFETY: registering a plain extern "C" fn with atexit.
+    unsafe { libc::atexit(run_at_exit) };
+  });
+  static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+  let _serialised = INSTALL.lock();
+  for (index, &signal) in EXIT_SIGNALS.iter().enumerate() {
+    // SAFETY: sigaction is plain old data; all zeroes is a valid (empty) value.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: sigaction with a null new action only reads the current one.
+    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+      continue;
+    }
+    let ours = on_exit_signal as *const () as libc::sighandler_t;
+    let taken_by_js = current.sa_flags & libc::SA_RESTART != 0;
+    if current.sa_sigaction == ours || current.sa_sigaction == libc::SIG_IGN || taken_by_js {
+      continue;
+    }
+    // SAFETY: the slot is not read until our handler is installed below; installs are
+    // serialised by the lock, and a handler already running reads a slot of its own signal.
+    unsafe { (*PREVIOUS.0[index].get()).write(current) };
+    // SAFETY: as above, an all-zero sigaction is valid; every field we need is set below.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = ours;
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND;
+    // SAFETY: a fully initialised sigaction; the mask is filled like Node's own handlers.
+    unsafe {
+      libc::sigfillset(&mut action.sa_mask);
+      libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
+  }
+}
