@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value as Json};
 
 use crate::client::{ClientOptions, ConnectRequest};
 use crate::host::{Clock, Pending, Signals, Transports, Values};
-use crate::manager::host::{Level, ManagerHost, NotificationHook, Settings, Watch};
+use crate::manager::host::{Level, Loader, ManagerHost, NotificationHook, Settings, Watch};
 use crate::manager::tools::default_tools;
 use crate::manager::{prepare_entries, Entry, Manager, Wait};
 
@@ -1059,26 +1059,31 @@ impl ManagerHost for FakeHost {
     })
   }
 
+  fn custom_connect(&self, name: &str, config: &V) -> Option<Pending<V>> {
+    let custom = self.0.custom_connect.borrow().clone()?;
+    self
+      .record()
+      .connects
+      .push((name.to_string(), config.clone()));
+    // A JS promise runs whether or not anyone still awaits it.
+    let (sender, receiver) = oneshot::channel();
+    let work = custom(self, name, config);
+    tokio::task::spawn_local(async move {
+      let _ = sender.send(work.await);
+    });
+    let answer = async move {
+      receiver
+        .await
+        .unwrap_or_else(|_| Err(error("connect dropped")))
+    };
+    Some(Box::pin(answer))
+  }
+
   fn connect(&self, name: &str, config: &V) -> (Option<V>, Pending<V>) {
     self
       .record()
       .connects
       .push((name.to_string(), config.clone()));
-    let custom = self.0.custom_connect.borrow().clone();
-    if let Some(custom) = custom {
-      // A JS promise runs whether or not anyone still awaits it.
-      let (sender, receiver) = oneshot::channel();
-      let work = custom(self, name, config);
-      tokio::task::spawn_local(async move {
-        let _ = sender.send(work.await);
-      });
-      let answer = async move {
-        receiver
-          .await
-          .unwrap_or_else(|_| Err(error("connect dropped")))
-      };
-      return (None, Box::pin(answer));
-    }
     let (_, controller) = signal();
     let request = ConnectRequest {
       name: name.to_string(),
@@ -1195,7 +1200,7 @@ impl ManagerHost for FakeHost {
     waiter.0.settle(outcome.cloned().map_err(V::clone));
   }
 
-  fn load_configs(&self, _cwd: &str, _options: &V) -> Option<Pending<V>> {
+  fn load_configs(&self, _loader: Loader, _cwd: &str, _options: &V) -> Option<Pending<V>> {
     let loaded = self.0.loaded.borrow().clone()?;
     Some(ready(Ok(V::from_json(&loaded))))
   }

@@ -1,5 +1,7 @@
-//! The napi binding layer: converts values and bridges callbacks and signals. No protocol
-//! logic lives here.
+//! The napi binding layer: implements the core's host traits over JS values, converts
+//! arguments and results, and bridges callbacks, promises and signals. The flows and their
+//! decisions are the core's (`crate::client`, `crate::manager`); Node-API's unsafe calls are
+//! all in `js`.
 mod args;
 pub(crate) mod calls;
 mod client;

@@ -18,7 +18,8 @@ pub(super) enum Outcome {
 }
 
 impl<H: ManagerHost> Manager<H> {
-  /// Resolves the config through `this.prepareConfig` (W1) and connects with it (M1, M3).
+  /// Resolves the config through `this.prepareConfig` (W1) and connects with it (M1, M3):
+  /// through `options.connect` when given, else our own connect, which a disconnect aborts.
   pub(super) async fn open(
     &self,
     name: &str,
@@ -26,6 +27,9 @@ impl<H: ManagerHost> Manager<H> {
     config: &H::Value,
   ) -> Result<H::Value, H::Value> {
     let resolved = self.host.prepare_config(config).await?;
+    if let Some(connecting) = self.host.custom_connect(name, &resolved) {
+      return connecting.await;
+    }
     let (controller, connecting) = self.host.connect(name, &resolved);
     if let Some(controller) = controller {
       self.with(|s| {

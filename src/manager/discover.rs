@@ -4,14 +4,21 @@
 use std::path::Path;
 
 use super::config_file::{read_project_configs, ProjectConfigs};
-use super::host::ManagerHost;
+use super::host::{Loader, ManagerHost};
 
 pub async fn discover_and_connect<H: ManagerHost>(
   host: H,
   cwd: String,
   options: H::Value,
 ) -> Result<H::Value, H::Value> {
-  let loaded = match host.load_configs(&cwd, &options) {
+  // W4: the call's own loader wins over the constructor's.
+  let own = host.field(&options, "loadConfigs")?;
+  let loader = if host.is_function(&own) {
+    Loader::Given
+  } else {
+    Loader::Constructor
+  };
+  let loaded = match host.load_configs(loader, &cwd, &options) {
     Some(loading) => loading.await?,
     None => {
       let project =

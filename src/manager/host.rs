@@ -16,6 +16,15 @@ pub enum Level {
   Error,
 }
 
+/// Which `loadConfigs` discovery calls (W4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loader {
+  /// The one in the options of this `discoverAndConnect` call.
+  Given,
+  /// The one in the constructor's options.
+  Constructor,
+}
+
 /// The options the manager reads when it needs them (the caller may change them later).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
@@ -96,8 +105,9 @@ pub trait ManagerHost: Transports + Clock {
     on_connecting: Self::Value,
   ) -> Pending<Self::Value>;
 
-  /// M1 `options.connect ?? connectToServer` with the resolved config; for our own connect
-  /// also the AbortController that stops it (M7).
+  /// M1 `options.connect(name, config)`, when the caller gave one.
+  fn custom_connect(&self, name: &str, config: &Self::Value) -> Option<Pending<Self::Value>>;
+  /// M1 our own `connectToServer(name, config)`, and the AbortController that stops it (M7).
   fn connect(
     &self,
     name: &str,
@@ -144,9 +154,13 @@ pub trait ManagerHost: Transports + Clock {
   fn waiter_value(&self, waiter: &Self::Waiter) -> Self::Value;
   fn settle_waiter(&self, waiter: &Self::Waiter, outcome: Result<&Self::Value, &Self::Value>);
 
-  /// W4 `loadConfigs(cwd, options)`: the call's own, else the constructor's; `None` for
-  /// neither.
-  fn load_configs(&self, cwd: &str, options: &Self::Value) -> Option<Pending<Self::Value>>;
+  /// W4 `loader(cwd, options)`; `None` when the constructor's options have no loader.
+  fn load_configs(
+    &self,
+    loader: Loader,
+    cwd: &str,
+    options: &Self::Value,
+  ) -> Option<Pending<Self::Value>>;
 
   /// M3: `authStorage.get(id)`; `None` without a storage.
   fn credential(&self, id: &str) -> Option<Pending<Self::Value>>;

@@ -18,7 +18,7 @@ use super::executor;
 use super::host::{call_method, ready, JsHost, OnJs};
 use super::js::{ErrorKind, Held, Js, Thrown, Value};
 use crate::host::{Pending, Values};
-use crate::manager::host::{Level, ManagerHost, Watch};
+use crate::manager::host::{Level, Loader, ManagerHost, Watch};
 
 #[derive(Clone)]
 pub(crate) struct JsManagerHost(Rc<Inner>);
@@ -145,15 +145,19 @@ impl ManagerHost for JsManagerHost {
     self.call_this("connectServers", &args)
   }
 
+  fn custom_connect(&self, name: &str, config: &Held) -> Option<Pending<Held>> {
+    let js = self.js();
+    let (connect, options) = self.option_function("connect")?;
+    Some(
+      self
+        .base()
+        .call(connect, options, &[js.string(name), config.get(js)]),
+    )
+  }
+
   fn connect(&self, name: &str, config: &Held) -> (Option<Held>, Pending<Held>) {
     let js = self.js();
     let base = self.0.base;
-    if let Some((connect, options)) = self.option_function("connect") {
-      return (
-        None,
-        base.call(connect, options, &[js.string(name), config.get(js)]),
-      );
-    }
     let prepared = (|| {
       let options = js.object()?;
       let class = js.get(js.global(), "AbortController")?;
@@ -318,19 +322,14 @@ impl ManagerHost for JsManagerHost {
     }
   }
 
-  fn load_configs(&self, cwd: &str, options: &Held) -> Option<Pending<Held>> {
+  fn load_configs(&self, loader: Loader, cwd: &str, options: &Held) -> Option<Pending<Held>> {
     let js = self.js();
     let options = options.get(js);
-    let own = js
-      .get(options, "loadConfigs")
-      .ok()
-      .filter(|f| js.is_function(*f));
-    // W4: the call's own loader wins over the constructor's.
-    let (load, this) = match own {
-      Some(own) => (own, options),
-      None => self.option_function("loadConfigs")?,
+    let (load, this) = match loader {
+      Loader::Given => (js.get(options, "loadConfigs").ok()?, options),
+      Loader::Constructor => self.option_function("loadConfigs")?,
     };
-    Some(self.0.base.call(load, this, &[js.string(cwd), options]))
+    Some(self.base().call(load, this, &[js.string(cwd), options]))
   }
 
   fn credential(&self, id: &str) -> Option<Pending<Held>> {
