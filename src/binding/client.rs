@@ -6,7 +6,7 @@ use napi_derive::napi;
 
 use super::args;
 use super::executor;
-use super::host::JsHost;
+use super::host::{call_method, JsHost};
 use super::http::create_http_transport;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
@@ -161,24 +161,47 @@ pub fn call_tool(
 ) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
   let host = JsHost::new(js);
-  let connection = host.hold(connection.0);
-  let result = match client::connection_transport(&host, &connection) {
+  let result = match client::connection_transport(&host, &host.hold(connection.0)) {
     Err(error) => js.rejected(error.get(js)),
     Ok(_) if js.rust_string(tool_name.0).is_none() => {
       reject_type_error(js, "The \"toolName\" argument must be a string")
     }
-    Ok(_) => executor::promise(
-      js,
-      client::call_tool(
-        host,
-        connection,
-        host.hold(tool_name.0),
-        optional(js, arguments),
-        optional(js, options),
-      ),
-    ),
+    Ok(_) => {
+      let options = options.map(|o| o.0).filter(|o| !js.is_nullish(*o));
+      start_tool_call(
+        js,
+        connection.0,
+        tool_name.0,
+        arguments.map(|a| a.0),
+        options,
+      )
+    }
   };
   finish(js, result)
+}
+
+/// C3 without a task: `transport.request("tools/call", …)` started now, its own promise
+/// returned (the hot path of every tool call).
+pub(crate) fn start_tool_call(
+  js: Js,
+  connection: Value,
+  tool: Value,
+  arguments: Option<Value>,
+  options: Option<Value>,
+) -> Result<Value, Thrown> {
+  let host = JsHost::new(js);
+  let arguments = arguments.map(|a| host.hold(a));
+  match client::tool_call(&host, &host.hold(connection), host.hold(tool), arguments) {
+    Err(error) => js.rejected(error.get(js)),
+    Ok((transport, params)) => {
+      let mut args = vec![js.string("tools/call"), params.get(js)];
+      args.extend(options);
+      match call_method(js, transport.get(js), "request", &args) {
+        Ok(pending) => Ok(pending),
+        Err(Thrown(error)) => js.rejected(error),
+      }
+    }
+  }
 }
 
 /// C4: closes the connection's transport.

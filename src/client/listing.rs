@@ -73,8 +73,24 @@ pub async fn list_tools<H: Transports>(
   Ok(tools)
 }
 
-/// C3: `tools/call {name, arguments}` (`arguments` defaults to `{}`); the result is the
-/// server's, untouched.
+/// C3's request: the connection's transport and the `tools/call` params `{name, arguments}`
+/// (`arguments` defaults to `{}`).
+pub fn tool_call<H: Values>(
+  host: &H,
+  connection: &H::Value,
+  tool: H::Value,
+  arguments: Option<H::Value>,
+) -> Result<(H::Value, H::Value), H::Value> {
+  let transport = connection_transport(host, connection)?;
+  let arguments = match arguments.filter(|a| !host.is_nullish(a)) {
+    Some(arguments) => arguments,
+    None => host.object(Vec::new())?,
+  };
+  let params = host.object(vec![("name", tool), ("arguments", arguments)])?;
+  Ok((transport, params))
+}
+
+/// C3: `tools/call`; the result is the server's, untouched.
 pub async fn call_tool<H: Transports>(
   host: H,
   connection: H::Value,
@@ -82,12 +98,7 @@ pub async fn call_tool<H: Transports>(
   arguments: Option<H::Value>,
   options: Option<H::Value>,
 ) -> Result<H::Value, H::Value> {
-  let transport = connection_transport(&host, &connection)?;
-  let arguments = match arguments.filter(|a| !host.is_nullish(a)) {
-    Some(arguments) => arguments,
-    None => host.object(Vec::new())?,
-  };
-  let params = host.object(vec![("name", tool), ("arguments", arguments)])?;
+  let (transport, params) = tool_call(&host, &connection, tool, arguments)?;
   host
     .request(&transport, "tools/call", params, options)
     .await

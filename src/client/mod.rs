@@ -12,4 +12,4 @@ mod tests;
 
 pub use connect::{connect, ConnectRequest};
 pub use handshake::{connect_timeout_message, initialize_params, ClientOptions};
-pub use listing::{call_tool, connection_transport, list_tools, paginate};
+pub use listing::{call_tool, connection_transport, list_tools, paginate, tool_call};

@@ -4,6 +4,7 @@ use napi::{sys, Env};
 use napi_derive::napi;
 
 use super::JsManagerHost;
+use crate::binding::client::start_tool_call;
 use crate::binding::executor;
 use crate::binding::host::call_method;
 use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
@@ -116,11 +117,22 @@ fn build(
         if !js.is_nullish(signal) {
           js.set(options, "signal", signal);
         }
+        // A live tool's call starts at once; a deferred one waits for its connection first.
+        if let Some(connection) = &connection {
+          let tool = js.string(&spec.tool);
+          return start_tool_call(
+            js,
+            connection.get(js),
+            tool,
+            Some(args.get(0)),
+            Some(options),
+          );
+        }
         let flow = execute(
           host.clone(),
           spec.server.clone(),
           spec.tool.clone(),
-          connection.clone(),
+          None,
           Held::new(js, args.get(0)),
           Held::new(js, options),
         );
