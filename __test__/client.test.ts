@@ -1,9 +1,12 @@
 // SPEC §5 (createTransport) and §6 (C1–C5), against the fixture server, a JS test-double
 // transport, and server-everything over stdio, streamable HTTP and legacy SSE.
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startHttpFixture } from "./fixtures/http-server";
-import { alive, everything, history, native, server, sleep, startEverything } from "./helpers";
+import { alive, everything, history, native, server, sleep, startEverything, waitFor } from "./helpers";
 
 const require = createRequire(import.meta.url);
 const pkg = require("../package.json");
@@ -39,17 +42,17 @@ describe("§5 createTransport", () => {
 });
 
 describe("C1 connectToServer", () => {
-  it("C1: initialize offers 2025-03-26, roots without listChanged and our clientInfo, then notifications/initialized", async () => {
+  it("C1/P1: initialize offers 2025-11-25, roots without listChanged and our clientInfo, then notifications/initialized", async () => {
     const connection = await connectFixture();
     expect(connection.name).toBe("fixture");
     expect(connection.serverInfo).toEqual({ name: "fixture-stdio", version: "1.0.0" });
     expect(connection.capabilities).toEqual({ tools: {} });
-    expect(connection.protocolVersion).toBe("2025-03-26");
+    expect(connection.protocolVersion).toBe("2025-11-25");
     expect("instructions" in connection).toBe(false);
     expect(connection.transport).toBeInstanceOf(native.StdioTransport);
     const [init, initialized] = await history(connection.transport);
     expect(init.params).toEqual({
-      protocolVersion: "2025-03-26",
+      protocolVersion: "2025-11-25",
       capabilities: { roots: { listChanged: false } },
       clientInfo: { name: "mcp-native", version: pkg.version },
     });
@@ -75,6 +78,22 @@ describe("C1 connectToServer", () => {
       capabilities: { roots: { listChanged: false }, elicitation: {} },
       clientInfo: { name: "agent", version: "7.0.0" },
     });
+  });
+
+  it("P1: every handshake version the server answers is kept; one we do not speak fails the connect and stops the server", async () => {
+    for (const version of ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]) {
+      const connection = await native.connectToServer("fixture", { command: process.execPath, args: [server, `--answer-version=${version}`] });
+      expect(connection.protocolVersion).toBe(version);
+      await connection.transport.close();
+    }
+    const pidFile = join(mkdtempSync(join(tmpdir(), "mcp-native-p1-")), "pids");
+    const error = await native
+      .connectToServer("future", { command: process.execPath, args: [server, "--answer-version=2099-01-01", `--pid-file=${pidFile}`] })
+      .then(() => null, (e) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toBe('MCP server "future" answered unsupported protocol version 2099-01-01');
+    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    expect(await waitFor(() => !alive(pid))).toBe(true);
   });
 
   it("C1: a server that never answers: the connect timeout message wins and the server is stopped", async () => {

@@ -1,11 +1,15 @@
-//! C1: create the transport, `initialize`, build the connection, `notifications/initialized`;
-//! all of it bounded by the connect timeout and the caller's abort signal.
+//! C1: create the transport, `initialize`, check the answered version (P1), build the
+//! connection, `notifications/initialized`; all of it bounded by the connect timeout and the
+//! caller's abort signal.
 use std::time::Duration;
 
 use futures::future::{select, Either, LocalBoxFuture};
 use tokio::time::Instant;
 
-use super::handshake::{connect_timeout_message, initialize_params, ClientOptions};
+use super::handshake::{
+  connect_timeout_message, initialize_params, unsupported_version_message, ClientOptions,
+  SUPPORTED_PROTOCOL_VERSIONS,
+};
 use crate::host::{Clock, Signals, Transports};
 
 /// One `connectToServer` call.
@@ -108,6 +112,13 @@ async fn initialize<H: Transports>(
       Ok(host.undefined())
     }
   };
+  // P1: an answer naming a version we do not speak ends the connect (and closes).
+  let version = field("protocolVersion")?;
+  if let Some(version) = host.as_string(&version) {
+    if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+      return Err(host.error(&unsupported_version_message(&request.name, &version)));
+    }
+  }
   let capabilities = field("capabilities")?;
   let capabilities = if host.is_nullish(&capabilities) {
     host.object(Vec::new())?
@@ -120,7 +131,7 @@ async fn initialize<H: Transports>(
     ("transport", transport.clone()),
     ("serverInfo", field("serverInfo")?),
     ("capabilities", capabilities),
-    ("protocolVersion", field("protocolVersion")?),
+    ("protocolVersion", version),
   ];
   let instructions = field("instructions")?;
   if !host.is_nullish(&instructions) {

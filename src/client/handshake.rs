@@ -2,8 +2,17 @@
 //! `client` option overrides it, and the connect-timeout text.
 use serde_json::{json, Map, Value};
 
-/// C1: the version offered unless the caller's `client.protocolVersion` says otherwise.
-pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-03-26";
+/// C1/P1: the version offered unless the caller's `client.protocolVersion` says otherwise.
+pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// P1: the handshake versions we speak; the server may answer any of them.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
+  ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// P1: the error of an answer naming a version we do not speak.
+pub fn unsupported_version_message(name: &str, version: &str) -> String {
+  format!("MCP server \"{name}\" answered unsupported protocol version {version}")
+}
 
 /// The `client` option of `connectToServer`, already parsed from JSON.
 #[derive(Debug, Default, Clone)]
@@ -84,13 +93,13 @@ mod tests {
   use super::*;
 
   #[test]
-  fn defaults_offer_2025_03_26_and_roots_without_list_changed() {
+  fn defaults_offer_2025_11_25_and_roots_without_list_changed() {
     let params: Value =
       serde_json::from_str(&initialize_params(&ClientOptions::default())).unwrap();
     assert_eq!(
       params,
       json!({
-        "protocolVersion": "2025-03-26",
+        "protocolVersion": "2025-11-25",
         "capabilities": { "roots": { "listChanged": false } },
         "clientInfo": { "name": "mcp-native", "version": env!("CARGO_PKG_VERSION") },
       })
@@ -116,6 +125,14 @@ mod tests {
     assert_eq!(
       params["capabilities"],
       json!({ "roots": { "listChanged": true }, "elicitation": {} })
+    );
+  }
+
+  #[test]
+  fn p1_the_unsupported_version_message_is_exact() {
+    assert_eq!(
+      unsupported_version_message("github", "1999-01-01"),
+      "MCP server \"github\" answered unsupported protocol version 1999-01-01"
     );
   }
 

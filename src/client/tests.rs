@@ -682,3 +682,52 @@ async fn m11_a_closed_transport_fails_fast() {
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn p1_every_handshake_version_the_server_answers_is_kept_on_the_connection() {
+  local(async {
+    let host = FakeHost::new();
+    for version in crate::client::handshake::SUPPORTED_PROTOCOL_VERSIONS {
+      host.script(
+        "files",
+        Script::new("files").initialize(Reply::ok(json!({
+          "protocolVersion": version,
+          "capabilities": {},
+        }))),
+      );
+      let connection = connect(host.clone(), request(files_config()))
+        .await
+        .unwrap();
+      assert_eq!(
+        connection.get("protocolVersion").text().as_deref(),
+        Some(version)
+      );
+    }
+  })
+  .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn p1_an_unsupported_version_fails_the_connect_and_closes_the_transport() {
+  local(async {
+    let host = FakeHost::new();
+    host.script(
+      "files",
+      Script::new("files").initialize(Reply::ok(json!({
+        "protocolVersion": "2026-07-28",
+        "capabilities": {},
+      }))),
+    );
+    let failure = connect(host.clone(), request(files_config()))
+      .await
+      .unwrap_err();
+    assert_eq!(
+      failure.message(),
+      "MCP server \"files\" answered unsupported protocol version 2026-07-28"
+    );
+    assert!(host.latest_transport("files").is_closed());
+    // Nothing was confirmed to a server we cannot speak to.
+    assert!(params_of(&host, "notifications/initialized").is_empty());
+  })
+  .await;
+}
