@@ -1028,7 +1028,6 @@ impl ManagerHost for FakeHost {
           let config = configs.get(&name);
           let source = sources.get(&name);
           Entry {
-            config_json: config.to_json(),
             config,
             source: (!host.is_nullish(&source)).then_some(source),
             name,

@@ -58,6 +58,19 @@ pub trait Values: Clone + 'static {
   fn message(&self, error: &Self::Value) -> String;
 }
 
+/// A host value as JSON, read the way `JSON.stringify` writes it: `None` when it has no
+/// JSON form (or its text does not parse back), `Err` with what stringifying threw.
+pub fn json_of<H: Values>(
+  host: &H,
+  value: &H::Value,
+) -> Result<Option<serde_json::Value>, H::Value> {
+  Ok(
+    host
+      .to_json(value)?
+      .and_then(|text| serde_json::from_str(&text).ok()),
+  )
+}
+
 /// Time and background work. In the addon both run on the JS thread's executor, timed by
 /// tokio in real time; in tests, tokio's paused clock.
 pub trait Clock {

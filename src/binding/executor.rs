@@ -65,11 +65,9 @@ impl Executor {
     Some(executor)
   }
 
-  /// Polls the woken tasks inside the runtime's context (tokio timers need it).
+  /// Polls the woken tasks.
   fn run_ready(&self) {
-    let runtime = crate::runtime::handle();
-    let _context = runtime.as_ref().map(|handle| handle.enter());
-    self.tasks.run_ready();
+    in_runtime(|| self.tasks.run_ready());
   }
 
   fn count_in_flight(&self, change: isize) {
@@ -80,6 +78,14 @@ impl Executor {
       self.tsfn.keep_alive(self.js, after > 0);
     }
   }
+}
+
+/// Runs `f`, which may poll tasks, inside the shared runtime's context: tokio timers and
+/// tasks created while polling need it.
+fn in_runtime<T>(f: impl FnOnce() -> T) -> T {
+  let runtime = crate::runtime::handle();
+  let _context = runtime.as_ref().map(|handle| handle.enter());
+  f()
 }
 
 /// The threadsafe function's call: tasks woken from other threads.
@@ -95,9 +101,7 @@ pub fn spawn(js: Js, future: impl Future<Output = ()> + 'static) -> bool {
   let Some(executor) = Executor::get(js) else {
     return false;
   };
-  let runtime = crate::runtime::handle();
-  let _context = runtime.as_ref().map(|handle| handle.enter());
-  executor.tasks.spawn(future);
+  in_runtime(|| executor.tasks.spawn(future));
   true
 }
 
@@ -128,13 +132,11 @@ pub fn complete<T>(js: Js, sender: &RefCell<Option<oneshot::Sender<T>>>, value: 
     return;
   };
   match Executor::get(js) {
-    Some(executor) => {
-      let runtime = crate::runtime::handle();
-      let _context = runtime.as_ref().map(|handle| handle.enter());
+    Some(executor) => in_runtime(|| {
       executor.tasks.wake_here(|| {
         let _ = sender.send(value);
-      });
-    }
+      })
+    }),
     None => {
       let _ = sender.send(value);
     }

@@ -18,6 +18,7 @@ use super::host::{Level, ManagerHost};
 use super::state::Phase;
 use super::validation::{join_messages, validate_server_config};
 use super::Manager;
+use crate::host::json_of;
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(250);
 
@@ -26,8 +27,6 @@ pub struct Entry<V> {
   pub name: String,
   /// The caller's config object (W3, W5).
   pub config: V,
-  /// The same config as JSON, for validation (M2).
-  pub config_json: serde_json::Value,
   pub source: Option<V>,
 }
 
@@ -72,7 +71,9 @@ impl<H: ManagerHost> Manager<H> {
         names.push(name);
         continue;
       }
-      let problems = validate_server_config(&name, &entry.config_json);
+      // M2 reads the config as JSON; one without a JSON form fails it like an empty one.
+      let json = json_of(&self.host, &entry.config).ok().flatten();
+      let problems = validate_server_config(&name, &json.unwrap_or(serde_json::Value::Null));
       if !problems.is_empty() {
         errors.push((name, join_messages(&problems)));
         continue;

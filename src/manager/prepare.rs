@@ -5,7 +5,7 @@
 use serde_json::Value as Json;
 
 use super::host::ManagerHost;
-use crate::host::Values;
+use crate::host::{json_of, Values};
 
 /// What `prepareConfig` does to the copy of a config.
 #[derive(Debug, PartialEq)]
@@ -47,10 +47,7 @@ pub async fn prepare_config<H: ManagerHost>(
   config: &H::Value,
 ) -> Result<H::Value, H::Value> {
   let copy = host.shallow_copy(config)?;
-  let json = host
-    .to_json(config)?
-    .and_then(|text| serde_json::from_str(&text).ok())
-    .unwrap_or(Json::Null);
+  let json = json_of(host, config)?.unwrap_or(Json::Null);
   let prepared = prepare_entries(host, &json).await;
   let original = host.field(&copy, prepared.field)?;
   let entries = if host.is_object(&original) {

@@ -22,7 +22,6 @@ type Shared = Rc<Manager<FakeHost>>;
 fn entry_of(name: &str, config: V) -> Entry<V> {
   Entry {
     name: name.to_string(),
-    config_json: config.to_json(),
     config,
     source: None,
   }

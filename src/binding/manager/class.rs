@@ -29,15 +29,6 @@ fn type_error(js: Js, message: &str) -> Thrown {
   Thrown(js_error::type_error(js, message))
 }
 
-/// A JS value as JSON (`undefined` fields dropped, as `JSON.stringify` does).
-fn json_of(js: Js, value: Value) -> serde_json::Value {
-  js.json_stringify(value)
-    .ok()
-    .flatten()
-    .and_then(|text| serde_json::from_str(&text).ok())
-    .unwrap_or(serde_json::Value::Null)
-}
-
 /// `sources[name]` from a plain object or a Map.
 fn source_of(js: Js, sources: Value, name: &str) -> Result<Option<Value>, Thrown> {
   if js.type_of(sources) != sys::ValueType::napi_object {
@@ -50,6 +41,15 @@ fn source_of(js: Js, sources: Value, name: &str) -> Result<Option<Value>, Thrown
     js.get(sources, name)?
   };
   Ok((!js.is_nullish(value)).then_some(value))
+}
+
+/// A `Promise<void>` of `work`: resolves with `undefined`, or rejects with its error.
+fn settles_to_undefined(
+  js: Js,
+  work: impl std::future::Future<Output = Result<(), Held>> + 'static,
+) -> napi::Result<JsRaw> {
+  let settled = async move { work.await.map(|()| Held::new(js, js.undefined())) };
+  finish(js, promise(js, settled))
 }
 
 fn string_array(js: Js, names: &[String]) -> Result<Value, Thrown> {
@@ -157,7 +157,6 @@ impl JsMcpManager {
         let config = js.get(configs, &name)?;
         let source = source_of(js, sources, &name)?;
         entries.push(Entry {
-          config_json: json_of(js, config),
           config: Held::new(js, config),
           source: source.map(|s| Held::new(js, s)),
           name,
@@ -299,11 +298,7 @@ impl JsMcpManager {
       Err(error) => return finish(js, js.rejected(error)),
     };
     let manager = self.manager.clone();
-    let disconnecting = async move {
-      manager.disconnect_server(&name).await?;
-      Ok(manager.host().undefined())
-    };
-    finish(js, promise(js, disconnecting))
+    settles_to_undefined(js, async move { manager.disconnect_server(&name).await })
   }
 
   /// M7: closes everything, never rejects.
@@ -311,11 +306,10 @@ impl JsMcpManager {
   pub fn disconnect_all(&self, env: Env) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let manager = self.manager.clone();
-    let disconnecting = async move {
+    settles_to_undefined(js, async move {
       manager.disconnect_all().await;
-      Ok(manager.host().undefined())
-    };
-    finish(js, promise(js, disconnecting))
+      Ok(())
+    })
   }
 
   /// M8: lists the server's tools again, caches them and replaces its tools.
@@ -327,11 +321,7 @@ impl JsMcpManager {
       Err(error) => return finish(js, js.rejected(error)),
     };
     let manager = self.manager.clone();
-    let refreshing = async move {
-      manager.refresh_server_tools(&name).await?;
-      Ok(manager.host().undefined())
-    };
-    finish(js, promise(js, refreshing))
+    settles_to_undefined(js, async move { manager.refresh_server_tools(&name).await })
   }
 
   /// M8: `this.refreshServerTools` for every connected server; settles, never rejects.
@@ -339,11 +329,10 @@ impl JsMcpManager {
   pub fn refresh_all_tools(&self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let manager = self.bound(&this);
-    let refreshing = async move {
+    settles_to_undefined(js, async move {
       manager.refresh_all_tools().await;
-      Ok(manager.host().undefined())
-    };
-    finish(js, promise(js, refreshing))
+      Ok(())
+    })
   }
 }
 

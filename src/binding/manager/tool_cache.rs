@@ -6,6 +6,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::binding::executor::{on_runtime, promise};
+use crate::binding::host::JsHost;
 use crate::binding::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
 use crate::binding::transport_class::{finish, thrown};
@@ -20,8 +21,9 @@ pub struct JsFileToolCache {
 
 /// A JS value as JSON (`undefined` fields dropped, as `JSON.stringify` does).
 fn json_of(js: Js, value: Value) -> Option<serde_json::Value> {
-  let text = js.json_stringify(value).ok().flatten()?;
-  serde_json::from_str(&text).ok()
+  crate::host::json_of(&JsHost::new(js), &Held::new(js, value))
+    .ok()
+    .flatten()
 }
 
 /// The server name and the config as JSON, or the TypeError naming the bad argument (E2).
