@@ -161,20 +161,21 @@ pub fn call_tool(
 ) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
   let host = JsHost::new(js);
-  let result = match client::connection_transport(&host, &host.hold(connection.0)) {
+  let arguments = arguments.map(|a| host.hold(a.0));
+  let prepared = client::tool_call(
+    &host,
+    &host.hold(connection.0),
+    host.hold(tool_name.0),
+    arguments,
+  );
+  let result = match prepared {
     Err(error) => js.rejected(error.get(js)),
     Ok(_) if js.rust_string(tool_name.0).is_none() => {
       reject_type_error(js, "The \"toolName\" argument must be a string")
     }
-    Ok(_) => {
+    Ok((transport, params)) => {
       let options = options.map(|o| o.0).filter(|o| !js.is_nullish(*o));
-      start_tool_call(
-        js,
-        connection.0,
-        tool_name.0,
-        arguments.map(|a| a.0),
-        options,
-      )
+      send_tool_call(js, &transport, &params, options)
     }
   };
   finish(js, result)
@@ -193,14 +194,21 @@ pub(crate) fn start_tool_call(
   let arguments = arguments.map(|a| host.hold(a));
   match client::tool_call(&host, &host.hold(connection), host.hold(tool), arguments) {
     Err(error) => js.rejected(error.get(js)),
-    Ok((transport, params)) => {
-      let mut args = vec![js.string("tools/call"), params.get(js)];
-      args.extend(options);
-      match call_method(js, transport.get(js), "request", &args) {
-        Ok(pending) => Ok(pending),
-        Err(Thrown(error)) => js.rejected(error),
-      }
-    }
+    Ok((transport, params)) => send_tool_call(js, &transport, &params, options),
+  }
+}
+
+fn send_tool_call(
+  js: Js,
+  transport: &Held,
+  params: &Held,
+  options: Option<Value>,
+) -> Result<Value, Thrown> {
+  let mut args = vec![js.string("tools/call"), params.get(js)];
+  args.extend(options);
+  match call_method(js, transport.get(js), "request", &args) {
+    Ok(pending) => Ok(pending),
+    Err(Thrown(error)) => js.rejected(error),
   }
 }
 

@@ -80,12 +80,19 @@ impl JsManagerHost {
     js.is_function(function).then_some((function, options))
   }
 
+  /// The manager's JS object, while it is alive.
+  fn this(&self) -> Option<Value> {
+    let js = self.js();
+    let this = self.0.this.borrow().as_ref().map(|held| held.get(js));
+    this.filter(|t| !js.is_nullish(*t))
+  }
+
   /// `this[method](...args)`, awaited.
   fn call_this(&self, method: &str, args: &[Value]) -> Pending<Held> {
     let js = self.js();
-    let this = self.0.this.borrow().as_ref().map(|held| held.get(js));
-    match this.filter(|t| !js.is_nullish(*t)) {
-      Some(this) => self.0.base.call_method(&Held::new(js, this), method, args),
+    match self.this().map(|this| call_method(js, this, method, args)) {
+      Some(Ok(called)) => executor::settled(js, called),
+      Some(Err(Thrown(error))) => ready(Err(self.0.base.hold(error))),
       None => ready(Err(self.0.base.error("The MCPManager object is gone"))),
     }
   }

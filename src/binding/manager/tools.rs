@@ -70,17 +70,12 @@ pub(super) fn deferred(
     let waiter = host.clone();
     let server = name.to_string();
     // Through the object, so an override of `waitForConnection` applies (W1).
-    let get_connection = js.closure("getConnection", move |js, _| {
-      let this = waiter.0.this.borrow().as_ref().map(|held| held.get(js));
-      match this {
-        Some(this) if !js.is_nullish(this) => {
-          call_method(js, this, "waitForConnection", &[js.string(&server)])
-        }
-        _ => js.rejected(js.error(
-          crate::binding::js::ErrorKind::Error,
-          &format!("MCP server not connected: {server}"),
-        )),
-      }
+    let get_connection = js.closure("getConnection", move |js, _| match waiter.this() {
+      Some(this) => call_method(js, this, "waitForConnection", &[js.string(&server)]),
+      None => js.rejected(js.error(
+        crate::binding::js::ErrorKind::Error,
+        &format!("MCP server not connected: {server}"),
+      )),
     })?;
     let source = source.map_or_else(|| js.undefined(), |s| s.get(js));
     let args = [js.string(name), definitions.get(js), get_connection, source];
