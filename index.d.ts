@@ -55,12 +55,21 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
   type: "http";
   url: string;
   headers?: Record<string, string>;
+  reconnect?: MCPStreamResumption;
 }
 
 export interface MCPSseServerConfig extends MCPServerConfigBase {
   type: "sse";
   url: string;
   headers?: Record<string, string>;
+  reconnect?: MCPStreamResumption;
+}
+
+/** P2: how a Streamable HTTP stream that ends or breaks before its answer is resumed. */
+export interface MCPStreamResumption {
+  /** GETs with `Last-Event-ID` per broken stream, each waiting the server's `retry` (3000 ms
+   * by default), doubled after each failure (default 2; 0 turns resumption off). */
+  maxRetries?: number;
 }
 
 export type MCPServerConfig = MCPStdioServerConfig | MCPHttpServerConfig | MCPSseServerConfig;
@@ -77,7 +86,8 @@ export interface MCPImplementation {
 
 export interface MCPClientCapabilities {
   roots?: { listChanged?: boolean };
-  sampling?: Record<string, never>;
+  sampling?: Record<string, unknown>;
+  elicitation?: { form?: { applyDefaults?: boolean }; url?: Record<string, unknown> };
   [key: string]: unknown;
 }
 
@@ -236,7 +246,7 @@ export interface MCPCompleteResult {
 export type MCPLoggingLevel = "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency";
 
 /** `connectToServer`'s options: abort, and what `initialize` offers (C1). */
-export interface MCPConnectOptions {
+export interface MCPConnectOptions extends MCPClientHandlers {
   signal?: AbortSignal;
   client?: {
     clientInfo?: MCPImplementation;
@@ -246,8 +256,88 @@ export interface MCPConnectOptions {
   };
 }
 
+/** P5: a root the client offers the server (`roots/list`). */
+export interface MCPRoot {
+  uri: string;
+  name?: string;
+  _meta?: Record<string, unknown>;
+}
+
+/** The second argument of every server-request handler. */
+export interface MCPServerRequestExtra {
+  /** The name the server was connected under. */
+  serverName: string;
+}
+
+/** `sampling/createMessage` params (MCP 2025-11-25), kept as the server sent them. */
+export interface MCPCreateMessageParams {
+  messages: { role: "user" | "assistant"; content: unknown }[];
+  maxTokens: number;
+  systemPrompt?: string;
+  modelPreferences?: Record<string, unknown>;
+  includeContext?: "none" | "thisServer" | "allServers";
+  temperature?: number;
+  stopSequences?: string[];
+  tools?: unknown[];
+  toolChoice?: unknown;
+  metadata?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface MCPCreateMessageResult {
+  role: "assistant" | "user";
+  content: unknown;
+  model: string;
+  stopReason?: string;
+  [key: string]: unknown;
+}
+
+/** `elicitation/create` params: a form (`requestedSchema`) or, with `mode: "url"`, a URL. */
+export interface MCPElicitParams {
+  mode?: "form" | "url";
+  message: string;
+  requestedSchema?: { type: "object"; properties: Record<string, Record<string, unknown>>; required?: string[] };
+  url?: string;
+  elicitationId?: string;
+  [key: string]: unknown;
+}
+
+export interface MCPElicitResult {
+  action: "accept" | "decline" | "cancel";
+  /** On `accept` of a form, fields left out that have a `default` are filled with it. */
+  content?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** P5: what answers the server's requests. Each handler also advertises its capability. */
+export interface MCPClientHandlers {
+  /** `roots/list`; without it the cwd is offered as one `file://` root. */
+  roots?: MCPRoot[] | (() => MCPRoot[] | Promise<MCPRoot[]>);
+  sampling?: (params: MCPCreateMessageParams, extra: MCPServerRequestExtra) => MCPCreateMessageResult | Promise<MCPCreateMessageResult>;
+  elicitation?: (params: MCPElicitParams, extra: MCPServerRequestExtra) => MCPElicitResult | Promise<MCPElicitResult>;
+  /** T11: every other server request (and `roots/list` when `roots` is not given). */
+  onRequest?: (method: string, params: unknown, extra: MCPServerRequestExtra) => unknown;
+}
+
 export interface MCPRequestOptions {
   signal?: AbortSignal;
+  /** P4: the request carries `_meta.progressToken`; the server's progress notifications for
+   * it come here (and to `onNotification`, as before). */
+  onProgress?: (progress: MCPProgress) => void;
+  /** P4: this request's timeout in ms, instead of the transport's (0: none). */
+  timeout?: number;
+  /** P4: each progress notification restarts the timeout. */
+  resetTimeoutOnProgress?: boolean;
+  /** P4: bounds the whole request in ms, progress or not. */
+  maxTotalTimeout?: number;
+}
+
+/** `notifications/progress` params, without the token. */
+export interface MCPProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+  [key: string]: unknown;
 }
 
 /** The transport interface (SPEC §2). Callbacks are plain assignable properties. */
@@ -287,6 +377,8 @@ export interface MCPServerConnection {
   instructions?: string;
   /** Filled by `listTools`. */
   tools?: MCPToolDefinition[];
+  /** P5: sends `notifications/roots/list_changed` (set by `connectToServer`). */
+  notifyRootsChanged?: () => Promise<void>;
   _source?: SourceMeta;
 }
 
@@ -309,8 +401,9 @@ export interface MCPTool {
   mcpToolName: string;
   /** True while the tool comes from the tool cache and its server is still connecting. */
   deferred: boolean;
-  /** Calls the tool; a deferred tool first waits for its server's connection. */
-  execute(args?: Record<string, unknown>, signal?: AbortSignal): Promise<MCPToolCallResult>;
+  /** Calls the tool; a deferred tool first waits for its server's connection. `options`
+   * (P4): `onProgress` and the timeouts of `MCPRequestOptions`. */
+  execute(args?: Record<string, unknown>, signal?: AbortSignal, options?: Omit<MCPRequestOptions, "signal">): Promise<MCPToolCallResult>;
 }
 
 /** Any store of tool lists per server (the agent passes its SQLite-backed one). */
@@ -371,7 +464,7 @@ export interface MCPReconnectOptions {
   maxDelayMs?: number;
 }
 
-export interface MCPManagerOptions<TTool = MCPTool> {
+export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
   /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
   startupTimeoutMs?: number;
   logger?: MCPLogger;

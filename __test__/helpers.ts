@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { afterEach } from "vitest";
 import { fileURLToPath } from "node:url";
+import { startHttpFixture } from "./fixtures/http-server";
 
 const require = createRequire(import.meta.url);
 // The addon as the agent loads it: through the generated CommonJS loader.
@@ -92,4 +93,26 @@ export function startEverything(mode: "streamableHttp" | "sse"): Promise<{ proc:
     });
     proc.on("exit", (code) => reject(new Error(`server-everything exited ${code}: ${err}`)));
   });
+}
+
+/**
+ * For an HTTP test file: `fixture` starts the scriptable HTTP server, `connect` an
+ * HttpTransport; both (and whatever goes to `cleanup`) are closed after each test.
+ */
+export function httpTestScope() {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    await Promise.all(cleanups.splice(0).map((f) => f()));
+  });
+  const fixture = async (options: Parameters<typeof startHttpFixture>[0] = {}) => {
+    const f = await startHttpFixture(options);
+    cleanups.push(f.close);
+    return f;
+  };
+  const connect = async (config: Record<string, unknown>) => {
+    const t = await native.createHttpTransport({ type: "http", ...config } as any);
+    cleanups.push(() => t.close());
+    return t;
+  };
+  return { fixture, connect, cleanup: (f: () => unknown) => cleanups.push(f) };
 }

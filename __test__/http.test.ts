@@ -1,26 +1,10 @@
 // SPEC §4 (H1–H11) and the T requirements over HTTP, against a scriptable 127.0.0.1 server.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
-import { startHttpFixture } from "./fixtures/http-server";
-import { init, native, sleep, waitFor } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { init, native, sleep, waitFor, httpTestScope } from "./helpers";
 
-type Http = import("../index.js").HttpTransport;
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
-
-async function fixture(options: Parameters<typeof startHttpFixture>[0] = {}) {
-  const f = await startHttpFixture(options);
-  cleanups.push(f.close);
-  return f;
-}
-async function connect(config: Record<string, unknown>): Promise<Http> {
-  const t = await native.createHttpTransport({ type: "http", ...config } as any);
-  cleanups.push(() => t.close());
-  return t;
-}
+const { fixture, connect, cleanup } = httpTestScope();
 
 describe("H1/H2/H3 requests, headers, sessions", () => {
   it("H1: connect() marks the transport connected without network traffic", async () => {
@@ -372,7 +356,7 @@ describe("H10 connections and proxies", () => {
       req.pipe(forward);
     });
     await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-    cleanups.push(() => new Promise((r) => proxy.close(r)));
+    cleanup(() => new Promise((r) => proxy.close(r)));
     const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY, http_proxy: process.env.http_proxy, no_proxy: process.env.no_proxy };
     try {
       process.env.HTTP_PROXY = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;

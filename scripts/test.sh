@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite: Rust checks and unit tests, the addon build, the type test (the
 # agent's usage and its MCPManager subclass compiled against index.d.ts), the Vitest suite
-# (Node), the Bun smoke run and the Bun tests of the agent's subclass.
+# (Node), the Bun smoke run, the Bun tests of the agent's subclass and the official MCP
+# conformance suite (client side).
 set -eu
 cd "$(dirname "$0")/.."
 cargo fmt --check
@@ -12,3 +13,4 @@ npx tsc -p __test__/types/tsconfig.json
 npx vitest run
 node_modules/.bin/bun __test__/bun-smoke.mjs
 node_modules/.bin/bun test ./__test__/bun/
+node scripts/conformance.mjs

@@ -120,8 +120,32 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     timeout: timeout(host, config)?,
     max_message_bytes: max_message_bytes(host, config)?,
     allow_legacy,
+    max_resumptions: max_resumptions(host, config)?,
   })
 }
+
+/// P2: `config.reconnect?.maxRetries ?? 2`, how often a broken stream is resumed.
+fn max_resumptions<H: Values>(host: &H, config: &H::Value) -> ConfigResult<u32> {
+  let Some(reconnect) = field(host, config, "reconnect")? else {
+    return Ok(DEFAULT_MAX_RESUMPTIONS);
+  };
+  if !host.is_object(&reconnect) {
+    return Ok(DEFAULT_MAX_RESUMPTIONS);
+  }
+  match field(host, &reconnect, "maxRetries")? {
+    None => Ok(DEFAULT_MAX_RESUMPTIONS),
+    Some(value) => host
+      .as_number(&value)
+      .filter(|n| n.is_finite() && *n >= 0.0)
+      .map(|n| n.min(f64::from(u32::MAX)) as u32)
+      .ok_or_else(|| {
+        "The \"reconnect.maxRetries\" field must be a non-negative number".to_string()
+      }),
+  }
+}
+
+/// P2: resumptions of one stream when the config does not say.
+pub const DEFAULT_MAX_RESUMPTIONS: u32 = 2;
 
 /// A `Record<string, string>` field; `undefined` entries are skipped, numbers become text.
 fn string_record<H: Values>(

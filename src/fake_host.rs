@@ -20,7 +20,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value as Json};
 
 use crate::client::{ClientOptions, ConnectRequest};
-use crate::host::{Clock, Pending, Signals, Transports, Values};
+use crate::host::{Callbacks, Clock, HostFn, Pending, Signals, Transports, Values};
 use crate::manager::host::{Level, Loader, ManagerHost, NotificationHook, Settings, Watch};
 use crate::manager::tools::default_tools;
 use crate::manager::{prepare_entries, Entry, Manager, Wait};
@@ -52,6 +52,8 @@ pub enum V {
   Promise(Rc<FakePromise>),
   /// A function nobody calls: all the flows ask of one is that it is one.
   Function,
+  /// A function the flows call, or one they made (`Callbacks::function`).
+  Callable(HostFn<V>),
 }
 
 pub struct FakeError {
@@ -112,7 +114,7 @@ impl V {
       V::Transport(t) => json!({ "$transport": t.id }),
       V::Signal(_) => json!("$signal"),
       V::Promise(_) => json!("$promise"),
-      V::Function => json!("$function"),
+      V::Function | V::Callable(_) => json!("$function"),
     }
   }
 
@@ -185,6 +187,7 @@ impl V {
       (V::Signal(a), V::Signal(b)) => Rc::ptr_eq(a, b),
       (V::Promise(a), V::Promise(b)) => Rc::ptr_eq(a, b),
       (V::Function, V::Function) => true,
+      (V::Callable(a), V::Callable(b)) => Rc::ptr_eq(a, b),
       _ => false,
     }
   }
@@ -482,6 +485,8 @@ pub struct Records {
   pub notified: Vec<(u64, String)>,
   /// `close` calls, by transport id.
   pub closed: Vec<u64>,
+  /// `start_listener` calls, by transport id.
+  pub listeners: Vec<u64>,
   pub logs: Vec<Log>,
   pub cache_gets: Vec<(String, V)>,
   pub cache_sets: Vec<(String, V, Json)>,
@@ -548,6 +553,7 @@ pub fn core_connect(host: &FakeHost, name: &str, config: &V) -> Pending<V> {
     name: name.to_string(),
     config: config.clone(),
     client: ClientOptions::default(),
+    features: Default::default(),
     signal: None,
     timeout: connect_timeout(config),
   };
@@ -800,7 +806,7 @@ impl Values for FakeHost {
   }
 
   fn is_function(&self, value: &V) -> bool {
-    matches!(value, V::Function)
+    matches!(value, V::Function | V::Callable(_))
   }
 
   fn as_string(&self, value: &V) -> Option<String> {
@@ -815,7 +821,10 @@ impl Values for FakeHost {
   }
 
   fn to_json(&self, value: &V) -> Result<Option<String>, V> {
-    Ok((!matches!(value, V::Undefined | V::Function)).then(|| value.to_json().to_string()))
+    Ok(
+      (!matches!(value, V::Undefined | V::Function | V::Callable(_)))
+        .then(|| value.to_json().to_string()),
+    )
   }
 
   fn keys(&self, object: &V) -> Result<Vec<String>, V> {
@@ -941,6 +950,28 @@ impl Transports for FakeHost {
     let closing = self.script_of(&transport.key).close.run();
     transport.shut();
     closing
+  }
+
+  fn start_listener(&self, transport: &V) {
+    if let V::Transport(t) = transport {
+      self.record().listeners.push(t.id);
+    }
+  }
+}
+
+impl Callbacks for FakeHost {
+  fn call(&self, function: &V, args: Vec<V>) -> Pending<V> {
+    match function {
+      V::Callable(body) => body(args),
+      _ => {
+        let error = self.type_error("not a function");
+        Box::pin(std::future::ready(Err(error)))
+      }
+    }
+  }
+
+  fn function(&self, _name: &str, body: HostFn<V>) -> Result<V, V> {
+    Ok(V::Callable(body))
   }
 }
 
@@ -1088,6 +1119,7 @@ impl ManagerHost for FakeHost {
       name: name.to_string(),
       config: config.clone(),
       client: ClientOptions::default(),
+      features: Default::default(),
       signal: Some(controller.clone()),
       timeout: connect_timeout(config),
     };

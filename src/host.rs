@@ -92,6 +92,19 @@ pub trait Transports: Values {
   ) -> Pending<Self::Value>;
   fn notify(&self, transport: &Self::Value, method: &str) -> Pending<Self::Value>;
   fn close(&self, transport: &Self::Value) -> Pending<Self::Value>;
+  /// H8: starts the transport's GET listener, if it has one, without waiting for it.
+  fn start_listener(&self, transport: &Self::Value);
+}
+
+/// A function the host can call: what it resolves with, or what it threw or rejected with.
+pub type HostFn<V> = std::rc::Rc<dyn Fn(Vec<V>) -> Pending<V>>;
+
+/// The caller's callbacks (P5 handlers), and functions of ours the caller can call.
+pub trait Callbacks: Values {
+  /// Calls `function(...args)`; a returned thenable is awaited.
+  fn call(&self, function: &Self::Value, args: Vec<Self::Value>) -> Pending<Self::Value>;
+  /// A host function that runs `body` and returns a promise of its outcome.
+  fn function(&self, name: &str, body: HostFn<Self::Value>) -> Result<Self::Value, Self::Value>;
 }
 
 /// An `AbortSignal` (T8).

@@ -34,6 +34,11 @@ pub enum Event {
     ticket: u64,
     result: tree::ResultTree,
   },
+  /// P4: a `notifications/progress` for request `ticket`, its params without the token.
+  Progress {
+    ticket: u64,
+    params: Box<RawValue>,
+  },
   /// T11: a server request that needs the JS `onRequest` handler.
   ServerRequest {
     id: Box<RawValue>,
@@ -85,19 +90,50 @@ pub struct Outgoing {
   /// For requests: cancelled once nobody waits for the answer any more (answered, timed
   /// out, aborted, closed), so a transport can drop the work in flight (T7, T8).
   pub cancel: Option<CancellationToken>,
+  /// P4: the session times this request itself (its caller chose the timeouts), so the
+  /// transport must not apply its own.
+  pub session_timed: bool,
+}
+
+/// P4: what a caller may ask of one request beyond T2.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RequestOptions {
+  /// Send `_meta.progressToken` and report matching progress as `Event::Progress`.
+  pub progress: bool,
+  /// The caller's timeouts; `None` keeps the transport's.
+  pub timing: Option<RequestTiming>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RequestTiming {
+  /// `None`: the transport's configured timeout; `Some(ZERO)`: no timeout.
+  pub timeout: Option<Duration>,
+  /// Each progress notification restarts the timeout.
+  pub reset_on_progress: bool,
+  /// Bounds the whole request, progress or not.
+  pub max_total: Option<Duration>,
 }
 
 struct Pending {
   /// T9: `initialize` is never cancelled.
   is_initialize: bool,
   timer: Option<JoinHandle<()>>,
+  /// P4: `maxTotalTimeout`'s timer, never restarted.
+  total_timer: Option<JoinHandle<()>>,
   cancel: Option<CancellationToken>,
+  /// P4: its progress notifications are reported.
+  progress: bool,
+  /// P4: the timeout a progress notification restarts.
+  reset_after: Option<Duration>,
 }
 
 impl Pending {
   /// The entry is gone: stop its timer and whatever the transport still does for it.
   fn stop_timer(self) {
     if let Some(timer) = self.timer {
+      timer.abort();
+    }
+    if let Some(timer) = self.total_timer {
       timer.abort();
     }
     if let Some(cancel) = self.cancel {
@@ -122,6 +158,8 @@ pub struct Session {
   runtime: Handle,
   /// Whether the transport drops work in flight through `Outgoing::cancel` (HTTP does).
   cancel_tokens: bool,
+  /// For the timers, which must not keep the session alive.
+  me: std::sync::Weak<Session>,
 }
 
 impl Session {
@@ -133,7 +171,8 @@ impl Session {
     runtime: Handle,
     cancel_tokens: bool,
   ) -> Arc<Self> {
-    Arc::new(Session {
+    Arc::new_cyclic(|me| Session {
+      me: me.clone(),
       state: Mutex::new(State {
         connected: true,
         next_ticket: 1,
@@ -169,21 +208,43 @@ impl Session {
   /// # Errors
   /// `NotConnected` when the session is closed (T10).
   pub fn request(self: &Arc<Self>, method: &str, params: Option<&str>) -> Result<u64, CoreError> {
+    self.request_with(method, params, RequestOptions::default())
+  }
+
+  /// `request` with P4's progress reporting and per-request timeouts.
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn request_with(
+    self: &Arc<Self>,
+    method: &str,
+    params: Option<&str>,
+    options: RequestOptions,
+  ) -> Result<u64, CoreError> {
     let mut state = self.state();
     if !state.connected {
       return Err(CoreError::NotConnected);
     }
     let id = state.next_ticket;
+    // Params that are not an object (T2 lets them through) carry no token.
+    let with_token = options
+      .progress
+      .then(|| message::with_progress_token(params, id))
+      .flatten();
+    let params = with_token.as_deref().or(params);
     state.next_ticket += 1;
-    let timer = self.timeout.map(|timeout| {
-      let session = Arc::downgrade(self);
-      self.runtime.spawn(async move {
-        tokio::time::sleep(timeout).await;
-        if let Some(session) = session.upgrade() {
-          session.expire(id, timeout);
-        }
-      })
-    });
+    // Without the caller's timing, transports that time their own phases (HTTP) arm none.
+    let timeout = match options.timing {
+      Some(timing) => timing.timeout.or(self.timeout),
+      None if self.cancel_tokens => None,
+      None => self.timeout,
+    }
+    .filter(|t| !t.is_zero());
+    let timer = timeout.map(|timeout| self.arm(id, timeout));
+    let total_timer = options
+      .timing
+      .and_then(|t| t.max_total)
+      .map(|limit| self.arm(id, limit));
     // Queued under the lock so frames leave in call order (S7).
     let frame = message::request_frame(id, method, params);
     let cancel = self.cancel_tokens.then(CancellationToken::new);
@@ -193,23 +254,61 @@ impl Session {
         frame,
         ack: Ack::Request(id),
         cancel: cancel.clone(),
+        session_timed: options.timing.is_some(),
       })
       .is_err()
     {
-      if let Some(timer) = timer {
+      for timer in [timer, total_timer].into_iter().flatten() {
         timer.abort();
       }
       return Err(CoreError::NotConnected);
     }
+    let resets = options.timing.is_some_and(|t| t.reset_on_progress);
     state.pending.insert(
       id,
       Pending {
         is_initialize: method == "initialize",
         timer,
+        total_timer,
         cancel,
+        progress: options.progress,
+        reset_after: timeout.filter(|_| resets),
       },
     );
     Ok(id)
+  }
+
+  /// A timer that times request `id` out after `limit`.
+  fn arm(&self, id: u64, limit: Duration) -> JoinHandle<()> {
+    let session = self.me.clone();
+    self.runtime.spawn(async move {
+      tokio::time::sleep(limit).await;
+      if let Some(session) = session.upgrade() {
+        session.expire(id, limit);
+      }
+    })
+  }
+
+  /// P4: a progress notification for one of our requests: reported to it, and its timeout
+  /// restarted when the caller asked for that.
+  fn progressed(&self, params: Option<&RawValue>) {
+    let Some(id) = message::progress_token(params) else {
+      return;
+    };
+    let mut state = self.state();
+    let Some(pending) = state.pending.get_mut(&id).filter(|p| p.progress) else {
+      return;
+    };
+    if let Some(limit) = pending.reset_after {
+      if let Some(timer) = pending.timer.take() {
+        timer.abort();
+      }
+      pending.timer = Some(self.arm(id, limit));
+    }
+    drop(state);
+    if let Some(params) = params.and_then(message::without_progress_token) {
+      self.events.emit(Event::Progress { ticket: id, params });
+    }
   }
 
   /// Sends a notification; `Event::Settled` with `None` follows once it is written.
@@ -230,6 +329,7 @@ impl Session {
         frame,
         ack: Ack::Notify(ticket),
         cancel: None,
+        session_timed: false,
       })
       .map_err(|_| CoreError::NotConnected)?;
     drop(state);
@@ -283,6 +383,7 @@ impl Session {
       frame,
       ack: Ack::None,
       cancel: None,
+      session_timed: false,
     });
   }
 
@@ -361,6 +462,9 @@ impl Session {
         }
       }
       Ok(Incoming::Notification { method, params }) => {
+        if method == "notifications/progress" {
+          self.progressed(params.as_deref());
+        }
         self.events.emit(Event::Notification { method, params });
       }
       Ok(Incoming::Request { id, method, params }) => {
@@ -564,6 +668,112 @@ pub mod tests {
     assert!(
       matches!(&rec.take()[0], Event::ServerRequest { method, .. } if method == "roots/list")
     );
+  }
+
+  fn progress(id: u64, step: u32) -> String {
+    format!(
+      r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":{step}}}}}"#
+    )
+  }
+
+  fn timed_out(events: &[Event]) -> Vec<String> {
+    events
+      .iter()
+      .filter_map(|e| match e {
+        Event::Settled {
+          outcome: Err(error),
+          ..
+        } => Some(error.to_string()),
+        _ => None,
+      })
+      .collect()
+  }
+
+  #[tokio::test]
+  async fn p4_progress_adds_the_token_and_reports_matching_notifications_first() {
+    let (s, rec, mut rx) = session(None);
+    let options = RequestOptions {
+      progress: true,
+      timing: None,
+    };
+    let id = s
+      .request_with(
+        "tools/call",
+        Some(r#"{"name":"x","_meta":{"a":1}}"#),
+        options,
+      )
+      .unwrap();
+    let other = s.request("tools/call", None).unwrap();
+    assert_eq!(
+      frames(&mut rx)[0],
+      format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x","_meta":{{"a":1,"progressToken":{id}}}}}}}"#
+      )
+    );
+    s.handle_frame(&progress(id, 1));
+    // A token that is not one of ours, or a request that did not ask: only a notification.
+    s.handle_frame(&progress(other, 1));
+    s.handle_frame(&progress(999, 1));
+    let events = rec.take();
+    assert_eq!(events.len(), 4);
+    match &events[0] {
+      Event::Progress { ticket, params } => {
+        assert_eq!(*ticket, id);
+        assert_eq!(params.get(), r#"{"progress":1}"#);
+      }
+      other => panic!("unexpected {other:?}"),
+    }
+    assert!(events[1..]
+      .iter()
+      .all(|e| matches!(e, Event::Notification { .. })));
+  }
+
+  #[tokio::test(start_paused = true)]
+  async fn p4_the_callers_timeout_restarts_on_progress_but_max_total_does_not() {
+    let (s, rec, _rx) = session(Some(Duration::from_secs(60)));
+    let timing = RequestTiming {
+      timeout: Some(Duration::from_millis(100)),
+      reset_on_progress: true,
+      max_total: Some(Duration::from_millis(350)),
+    };
+    let id = s
+      .request_with(
+        "tools/call",
+        None,
+        RequestOptions {
+          progress: true,
+          timing: Some(timing),
+        },
+      )
+      .unwrap();
+    // Progress every 80 ms keeps the 100 ms timeout from firing...
+    for step in 1..=4 {
+      tokio::time::sleep(Duration::from_millis(80)).await;
+      s.handle_frame(&progress(id, step));
+    }
+    assert!(timed_out(&rec.take()).is_empty(), "progress kept it alive");
+    // ...until the total runs out at 350 ms, before the restarted timeout (420 ms).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(timed_out(&rec.take()), ["Request timeout after 350ms"]);
+  }
+
+  #[tokio::test(start_paused = true)]
+  async fn p4_a_per_request_timeout_replaces_the_configured_one_and_zero_means_none() {
+    let (s, rec, _rx) = session(Some(Duration::from_millis(50)));
+    let with = |timeout: u64| RequestOptions {
+      progress: false,
+      timing: Some(RequestTiming {
+        timeout: Some(Duration::from_millis(timeout)),
+        ..Default::default()
+      }),
+    };
+    s.request_with("a", None, with(200)).unwrap();
+    let untimed = s.request_with("b", None, with(0)).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(timed_out(&rec.take()).is_empty());
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(timed_out(&rec.take()), ["Request timeout after 200ms"]);
+    assert!(s.is_pending(untimed));
   }
 
   #[tokio::test(start_paused = true)]

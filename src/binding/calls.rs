@@ -45,6 +45,10 @@ pub fn request(
     Ok(s) => s,
     Err(message) => return type_error(js, &message),
   };
+  let (on_progress, request_options) = match args::request_options(js, options) {
+    Ok(both) => both,
+    Err(message) => return type_error(js, &message),
+  };
   // T8: already aborted: nothing is sent.
   if let Some(signal) = signal {
     if js.truthy(js.get(signal, "aborted")?) {
@@ -54,12 +58,15 @@ pub fn request(
   let Some(session) = connected_session(side) else {
     return js.rejected(js_error::to_js(js, &CoreError::NotConnected));
   };
-  let id = match session.request(&method, params.as_deref()) {
+  let id = match session.request_with(&method, params.as_deref(), request_options) {
     Ok(id) => id,
     Err(e) => return js.rejected(js_error::to_js(js, &e)),
   };
   let (deferred, promise) = js.create_promise()?;
   side.borrow_mut().add_pending(id, deferred);
+  if let Some(on_progress) = on_progress {
+    side.borrow_mut().set_progress_hook(id, on_progress);
+  }
   if let Some(signal) = signal {
     let target = AbortTarget {
       side: Rc::downgrade(side),

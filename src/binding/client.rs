@@ -12,7 +12,7 @@ use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::stdio::create_stdio_transport;
 use super::transport_class::finish;
-use crate::client::{self, ClientOptions, ConnectRequest};
+use crate::client::{self, ClientFeatures, ClientOptions, ConnectRequest};
 use crate::config::{transport_kind, TransportKind};
 use crate::host::Values;
 
@@ -90,8 +90,9 @@ pub(crate) fn connect_request(
     return Err(type_error("The \"config\" argument must be an object"));
   }
   let host = JsHost::new(js);
-  let client = ClientOptions::read(&host, options.map(|o| host.hold(o)).as_ref())
-    .map_err(|m| type_error(&m))?;
+  let options_held = options.map(|o| host.hold(o));
+  let client = ClientOptions::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
+  let features = ClientFeatures::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
   let signal = args::signal(js, options).map_err(|m| type_error(&m))?;
   let timeout =
     crate::config::timeout(&JsHost::new(js), &Held::new(js, config)).map_err(|m| type_error(&m))?;
@@ -99,6 +100,7 @@ pub(crate) fn connect_request(
     name,
     config: Held::new(js, config),
     client,
+    features,
     signal: signal.map(|s| Held::new(js, s)),
     timeout,
   })

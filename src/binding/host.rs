@@ -15,7 +15,7 @@ use napi::sys;
 use super::executor;
 use super::js::{ErrorKind, Held, Js, Thrown, Value};
 use super::js_error;
-use crate::host::{Clock, Pending, Signals, Transports, Values};
+use crate::host::{Callbacks, Clock, HostFn, Pending, Signals, Transports, Values};
 
 #[derive(Clone, Copy)]
 pub struct JsHost {
@@ -259,6 +259,35 @@ impl<T: OnJs> Transports for T {
 
   fn close(&self, transport: &Held) -> Pending<Held> {
     self.on().call_method(transport, "close", &[])
+  }
+
+  fn start_listener(&self, transport: &Held) {
+    let js = self.on().js;
+    let transport = transport.get(js);
+    let method = "startSSEListener";
+    if js.get(transport, method).is_ok_and(|f| js.is_function(f)) {
+      // It settles when the listener stops and never rejects (H8).
+      let _ = call_method(js, transport, method, &[]);
+    }
+  }
+}
+
+impl<T: OnJs> Callbacks for T {
+  fn call(&self, function: &Held, args: Vec<Held>) -> Pending<Held> {
+    let js = self.on().js;
+    let args: Vec<Value> = args.iter().map(|a| a.get(js)).collect();
+    self.on().call(function.get(js), js.undefined(), &args)
+  }
+
+  fn function(&self, name: &str, body: HostFn<Held>) -> Result<Held, Held> {
+    let on = self.on();
+    let function = on.js.closure(name, move |js, args| {
+      let args = (0..args.len())
+        .map(|i| Held::new(js, args.get(i)))
+        .collect();
+      executor::promise(js, body(args))
+    });
+    on.held(function)
   }
 }
 

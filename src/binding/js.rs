@@ -668,6 +668,11 @@ impl Args<'_> {
       .copied()
       .unwrap_or_else(|| self.js.undefined())
   }
+
+  /// How many arguments the call passed (at most `CLOSURE_ARGS`).
+  pub fn len(&self) -> usize {
+    self.values.len()
+  }
 }
 
 /// Most arguments a closure function reads; the agent's callbacks take at most four.

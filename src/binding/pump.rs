@@ -69,6 +69,8 @@ struct AbortHook {
 struct PendingJs {
   deferred: sys::napi_deferred,
   abort: Option<AbortHook>,
+  /// P4: the request's `onProgress`.
+  on_progress: Option<sys::napi_ref>,
   /// Background work (the SSE listener) does not keep the host alive.
   background: bool,
 }
@@ -237,6 +239,7 @@ impl JsSide {
     let pending = PendingJs {
       deferred,
       abort: None,
+      on_progress: None,
       background,
     };
     if !background {
@@ -261,6 +264,18 @@ impl JsSide {
     }
   }
 
+  pub fn set_progress_hook(&mut self, ticket: u64, on_progress: Value) {
+    let js = Js::new(self.env);
+    if let Some(pending) = self.pending.get_mut(&ticket) {
+      pending.on_progress = Some(js.new_ref(on_progress, 1));
+    }
+  }
+
+  fn progress_hook(&self, ticket: u64) -> Option<Value> {
+    let hook = self.pending.get(&ticket)?.on_progress?;
+    Js::new(self.env).ref_value(hook)
+  }
+
   /// Removes a pending request; its abort listener is detached (T8: no listener leak).
   fn take_pending(&mut self, ticket: u64) -> Option<sys::napi_deferred> {
     let pending = self.pending.remove(&ticket)?;
@@ -268,6 +283,9 @@ impl JsSide {
       self.foreground -= 1;
     }
     self.update_keep_alive();
+    if let Some(hook) = pending.on_progress {
+      Js::new(self.env).delete_ref(hook);
+    }
     if let Some(hook) = pending.abort {
       let js = Js::new(self.env);
       if let (Some(signal), Some(listener)) =
@@ -443,6 +461,16 @@ fn parse_or_undefined(js: Js, raw: Option<&serde_json::value::RawValue>) -> Valu
 
 fn dispatch(js: Js, side: &Shared, event: Event) {
   match event {
+    Event::Progress { ticket, params } => {
+      let hook = side.borrow().progress_hook(ticket);
+      if let Some(hook) = hook {
+        let params = parse_or_undefined(js, Some(&params));
+        // Like the other callbacks: what it throws goes to onError.
+        if let Err(Thrown(exception)) = js.call(hook, js.undefined(), &[params]) {
+          call_user(js, side, CallbackSlot::Error, &[exception]);
+        }
+      }
+    }
     Event::Notification { method, params } => {
       if !side.borrow_mut().has_callback(CallbackSlot::Notification) {
         return;

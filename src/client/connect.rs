@@ -6,11 +6,12 @@ use std::time::Duration;
 use futures::future::{select, Either, LocalBoxFuture};
 use tokio::time::Instant;
 
+use super::features::{self, ClientFeatures};
 use super::handshake::{
   connect_timeout_message, initialize_params, unsupported_version_message, ClientOptions,
   SUPPORTED_PROTOCOL_VERSIONS,
 };
-use crate::host::{Clock, Signals, Transports};
+use crate::host::{Callbacks, Clock, HostFn, Signals, Transports};
 
 /// One `connectToServer` call.
 pub struct ConnectRequest<V> {
@@ -18,6 +19,8 @@ pub struct ConnectRequest<V> {
   /// The caller's config object; the connection keeps it (W3).
   pub config: V,
   pub client: ClientOptions,
+  /// P5: the handlers the server's requests go to.
+  pub features: ClientFeatures<V>,
   pub signal: Option<V>,
   /// `config.timeout ?? 30000`; `None` when 0.
   pub timeout: Option<Duration>,
@@ -28,7 +31,7 @@ pub struct ConnectRequest<V> {
 /// before the error is returned; one that arrives after the connect gave up is closed too.
 pub async fn connect<H>(host: H, request: ConnectRequest<H::Value>) -> Result<H::Value, H::Value>
 where
-  H: Transports + Signals + Clock,
+  H: Transports + Signals + Clock + Callbacks,
 {
   if let Some(reason) = request.signal.as_ref().and_then(|s| host.abort_reason(s)) {
     return Err(reason);
@@ -75,7 +78,7 @@ fn stopped<'a, H>(
   request: &'a ConnectRequest<H::Value>,
 ) -> LocalBoxFuture<'a, H::Value>
 where
-  H: Transports + Signals + Clock,
+  H: Transports + Signals + Clock + Callbacks,
 {
   let timeout: LocalBoxFuture<'a, H::Value> = match request.timeout {
     Some(limit) => Box::pin(async move {
@@ -91,12 +94,40 @@ where
   Box::pin(async move { select(timeout, aborted).await.factor_first().0 })
 }
 
-async fn initialize<H: Transports>(
+/// P5/T11: the server's requests on `transport` go to the connect's handlers.
+fn serve_requests<H: Transports + Callbacks>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+) -> Result<(), H::Value> {
+  let (server, features, host_) = (request.name.clone(), request.features.clone(), host.clone());
+  let serve: HostFn<H::Value> = std::rc::Rc::new(move |args: Vec<H::Value>| {
+    let host = &host_;
+    let mut args = args.into_iter();
+    let method = args
+      .next()
+      .and_then(|m| host.as_string(&m))
+      .unwrap_or_default();
+    let params = args.next().unwrap_or_else(|| host.undefined());
+    match host.object(vec![("serverName", host.string(&server))]) {
+      Ok(extra) => features::serve(host, &features, &method, params, extra),
+      Err(error) => Box::pin(std::future::ready(Err(error))),
+    }
+  });
+  let on_request = host.function("onRequest", serve)?;
+  host.set_field(transport, "onRequest", on_request)
+}
+
+async fn initialize<H: Transports + Callbacks>(
   host: &H,
   request: &ConnectRequest<H::Value>,
   transport: &H::Value,
 ) -> Result<H::Value, H::Value> {
-  let params = host.json(&initialize_params(&request.client))?;
+  serve_requests(host, request, transport)?;
+  let params = host.json(&initialize_params(
+    &request.client,
+    request.features.capabilities(),
+  ))?;
   let mut options = Vec::new();
   if let Some(signal) = &request.signal {
     options.push(("signal", signal.clone()));
@@ -137,7 +168,18 @@ async fn initialize<H: Transports>(
   if !host.is_nullish(&instructions) {
     fields.push(("instructions", instructions));
   }
+  // P5: the caller tells the server its roots changed.
+  let (notifier, notified) = (host.clone(), transport.clone());
+  let notify: HostFn<H::Value> =
+    std::rc::Rc::new(move |_| notifier.notify(&notified, "notifications/roots/list_changed"));
+  fields.push((
+    "notifyRootsChanged",
+    host.function("notifyRootsChanged", notify)?,
+  ));
   let connection = host.object(fields)?;
   host.notify(transport, "notifications/initialized").await?;
+  // Servers send what is not tied to one of our requests (their own requests included) on
+  // the GET stream, so the listener runs for the connection's lifetime.
+  host.start_listener(transport);
   Ok(connection)
 }

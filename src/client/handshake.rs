@@ -59,10 +59,9 @@ impl ClientOptions {
   }
 }
 
-/// C1: `initialize` params as JSON text.
-pub fn initialize_params(options: &ClientOptions) -> String {
-  let mut capabilities = Map::new();
-  capabilities.insert("roots".into(), json!({ "listChanged": false }));
+/// C1: `initialize` params as JSON text; `capabilities` are the handlers' (P5), under the
+/// caller's own.
+pub fn initialize_params(options: &ClientOptions, mut capabilities: Map<String, Value>) -> String {
   if let Some(extra) = &options.capabilities {
     for (key, value) in extra {
       capabilities.insert(key.clone(), value.clone());
@@ -92,10 +91,17 @@ pub fn connect_timeout_message(name: &str, timeout_ms: f64) -> String {
 mod tests {
   use super::*;
 
+  fn default_capabilities() -> Map<String, Value> {
+    crate::client::features::ClientFeatures::<()>::default().capabilities()
+  }
+
   #[test]
   fn defaults_offer_2025_11_25_and_roots_without_list_changed() {
-    let params: Value =
-      serde_json::from_str(&initialize_params(&ClientOptions::default())).unwrap();
+    let params: Value = serde_json::from_str(&initialize_params(
+      &ClientOptions::default(),
+      default_capabilities(),
+    ))
+    .unwrap();
     assert_eq!(
       params,
       json!({
@@ -116,7 +122,8 @@ mod tests {
       protocol_version: Some("2025-06-18".into()),
       capabilities: Some(capabilities),
     };
-    let params: Value = serde_json::from_str(&initialize_params(&options)).unwrap();
+    let params: Value =
+      serde_json::from_str(&initialize_params(&options, default_capabilities())).unwrap();
     assert_eq!(params["protocolVersion"], "2025-06-18");
     assert_eq!(
       params["clientInfo"],

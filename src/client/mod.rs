@@ -3,6 +3,7 @@
 //! (C2). `handshake` holds the pure parts: what `initialize` offers and the timeout text.
 pub mod call_mcp;
 mod connect;
+pub mod features;
 pub mod handshake;
 mod listing;
 pub mod server_requests;
@@ -11,5 +12,6 @@ pub mod server_requests;
 mod tests;
 
 pub use connect::{connect, ConnectRequest};
+pub use features::ClientFeatures;
 pub use handshake::{connect_timeout_message, initialize_params, ClientOptions};
 pub use listing::{call_tool, connection_transport, list_tools, paginate, tool_call};

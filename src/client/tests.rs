@@ -13,6 +13,7 @@ fn request(config: V) -> ConnectRequest<V> {
     timeout: Some(ms(30000)),
     config,
     client: ClientOptions::default(),
+    features: Default::default(),
     signal: None,
   }
 }
@@ -85,7 +86,8 @@ async fn c1_handshake_builds_the_connection_and_sends_initialized() {
         "serverInfo",
         "capabilities",
         "protocolVersion",
-        "instructions"
+        "instructions",
+        "notifyRootsChanged"
       ]
     );
     assert_eq!(connection.get("name").text().as_deref(), Some("files"));
@@ -113,8 +115,11 @@ async fn c1_handshake_builds_the_connection_and_sends_initialized() {
       Some("Read files carefully")
     );
 
-    let expected: Json =
-      serde_json::from_str(&initialize_params(&ClientOptions::default())).unwrap();
+    let expected: Json = serde_json::from_str(&initialize_params(
+      &ClientOptions::default(),
+      ClientFeatures::<V>::default().capabilities(),
+    ))
+    .unwrap();
     assert_eq!(params_of(&host, "initialize"), [expected]);
     // T8: the caller's signal goes along with the initialize request.
     assert_eq!(
@@ -125,6 +130,8 @@ async fn c1_handshake_builds_the_connection_and_sends_initialized() {
       host.records().notified,
       [(transport.id, "notifications/initialized".to_string())]
     );
+    // The GET listener starts once the server is initialized.
+    assert_eq!(host.records().listeners, [transport.id]);
     assert!(closed_ids(&host).is_empty());
     assert!(!transport.is_closed());
   })
@@ -213,6 +220,7 @@ async fn c1_connect_timeout_wins_over_the_request_timeout_and_the_transport_clos
     let transport = host.latest_transport("files");
     assert_eq!(closed_ids(&host), [transport.id]);
     assert!(host.records().notified.is_empty());
+    assert!(host.records().listeners.is_empty());
   })
   .await;
 }

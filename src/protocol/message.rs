@@ -234,6 +234,45 @@ pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
   format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method},"params":{params}}}"#)
 }
 
+/// P4: `params` (an object, or none) with `_meta.progressToken` set to `token`, the rest of
+/// `_meta` and of the params kept. `None` when `params` is not an object.
+pub fn with_progress_token(params: Option<&str>, token: u64) -> Option<String> {
+  let mut params: serde_json::Map<String, serde_json::Value> = match params {
+    None => serde_json::Map::new(),
+    Some(text) => serde_json::from_str(text).ok()?,
+  };
+  let meta = params
+    .entry("_meta")
+    .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+  if !meta.is_object() {
+    *meta = serde_json::Value::Object(serde_json::Map::new());
+  }
+  if let Some(meta) = meta.as_object_mut() {
+    meta.insert("progressToken".into(), token.into());
+  }
+  serde_json::to_string(&params).ok()
+}
+
+/// P4: the request a `notifications/progress` is about, when its token is one of ours.
+pub fn progress_token(params: Option<&RawValue>) -> Option<u64> {
+  #[derive(serde::Deserialize)]
+  struct Progress {
+    #[serde(rename = "progressToken")]
+    progress_token: serde_json::Value,
+  }
+  let progress: Progress = serde_json::from_str(params?.get()).ok()?;
+  progress.progress_token.as_u64()
+}
+
+/// P4: progress params as the caller sees them: without `progressToken`.
+pub fn without_progress_token(params: &RawValue) -> Option<Box<RawValue>> {
+  let mut params: serde_json::Map<String, serde_json::Value> =
+    serde_json::from_str(params.get()).ok()?;
+  // shift_remove keeps the order of the other fields.
+  params.shift_remove("progressToken");
+  RawValue::from_string(serde_json::to_string(&params).ok()?).ok()
+}
+
 /// T2: a notification frame.
 pub fn notification_frame(method: &str, params: Option<&str>) -> String {
   let method = json_string(method);
@@ -302,6 +341,41 @@ fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn p4_the_progress_token_goes_into_meta_and_keeps_the_rest() {
+    assert_eq!(
+      with_progress_token(None, 7).as_deref(),
+      Some(r#"{"_meta":{"progressToken":7}}"#)
+    );
+    assert_eq!(
+      with_progress_token(
+        Some(r#"{"name":"x","_meta":{"a":1,"progressToken":"old"}}"#),
+        8
+      )
+      .as_deref(),
+      Some(r#"{"name":"x","_meta":{"a":1,"progressToken":8}}"#)
+    );
+    assert_eq!(
+      with_progress_token(Some(r#"{"_meta":5}"#), 9).as_deref(),
+      Some(r#"{"_meta":{"progressToken":9}}"#)
+    );
+    assert_eq!(with_progress_token(Some("[1]"), 1), None);
+  }
+
+  #[test]
+  fn p4_progress_params_are_read_and_shown_without_the_token() {
+    let raw =
+      RawValue::from_string(r#"{"progressToken":3,"progress":1,"total":2}"#.into()).unwrap();
+    assert_eq!(progress_token(Some(&raw)), Some(3));
+    assert_eq!(
+      without_progress_token(&raw).unwrap().get(),
+      r#"{"progress":1,"total":2}"#
+    );
+    let theirs = RawValue::from_string(r#"{"progressToken":"abc","progress":1}"#.into()).unwrap();
+    assert_eq!(progress_token(Some(&theirs)), None);
+    assert_eq!(progress_token(None), None);
+  }
 
   // RawValue has no PartialEq; compare the raw texts.
   impl PartialEq for Incoming {

@@ -4,5 +4,6 @@ pub mod line_region;
 pub mod line_scan;
 pub mod message;
 pub mod parse_sse;
+pub mod resumption;
 pub mod sse;
 pub mod tree;

@@ -16,13 +16,17 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{errno_name, CoreError};
+use crate::protocol::resumption::{Attempt, Resumption};
 use crate::protocol::sse::{SseEvent, SseItem, SseParser};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
 /// H2: protocol versions from this one on are sent as a header.
 const FIRST_VERSION_WITH_HEADER: &str = "2025-06-18";
+/// The longest a request waits for a GET listener being opened.
+const LISTENER_OPEN_WAIT: Duration = Duration::from_secs(2);
 /// H9: how long DELETE may take when requests have no timeout.
 const DELETE_TIMEOUT_WITHOUT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -36,6 +40,8 @@ pub struct HttpConfig {
   pub max_message_bytes: usize,
   /// `type: "sse"`: a server that only speaks the 2024-11-05 protocol is detected (H11).
   pub allow_legacy: bool,
+  /// P2: how often one broken stream is resumed (`config.reconnect?.maxRetries ?? 2`).
+  pub max_resumptions: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +65,14 @@ struct Shared {
   mode: tokio::sync::Mutex<Mode>,
   /// Cancelled by close(): stops the GET listener and the legacy stream.
   closing: CancellationToken,
+  /// Held while a GET listener waits for its answer: what we send meanwhile waits too, so
+  /// that what the server sends on the GET stream in reply to it (its requests to us, most
+  /// often) has a stream to go to.
+  listener_opening: Arc<tokio::sync::RwLock<()>>,
+  /// P3: the params of the last `initialize` we sent, to repeat it when the session expires.
+  initialize_params: Mutex<Option<String>>,
+  /// P3: one re-initialization at a time; the others wait for it and reuse its session.
+  reinitializing: tokio::sync::Mutex<()>,
   runtime: Handle,
 }
 
@@ -103,8 +117,15 @@ impl HttpTransport {
       Mode::Streamable
     };
     let (outbox, outgoing) = mpsc::unbounded_channel();
-    // HTTP times each phase itself (T7), so the session runs no timers of its own.
-    let session = Session::new(Arc::new(outbox), events, None, runtime.clone(), true);
+    // HTTP times each phase itself (T7): the session only times what a caller's own
+    // timeouts ask for (P4).
+    let session = Session::new(
+      Arc::new(outbox),
+      events,
+      config.timeout,
+      runtime.clone(),
+      true,
+    );
     let shared = Arc::new(Shared {
       config,
       headers,
@@ -112,6 +133,9 @@ impl HttpTransport {
       session_id: Mutex::new(None),
       mode: tokio::sync::Mutex::new(mode),
       closing: CancellationToken::new(),
+      listener_opening: Arc::default(),
+      initialize_params: Mutex::new(None),
+      reinitializing: tokio::sync::Mutex::new(()),
       runtime: runtime.clone(),
     });
     runtime.spawn(dispatch(outgoing, shared.clone(), Arc::downgrade(&session)));
@@ -134,11 +158,12 @@ impl HttpTransport {
   pub fn start_listener(&self, ticket: u64) {
     let shared = self.shared.clone();
     let session = self.session.clone();
+    let opening = self.shared.listener_opening.clone().try_write_owned().ok();
     self.shared.runtime.spawn(async move {
       if session.is_connected() {
         tokio::select! {
           _ = shared.closing.cancelled() => {}
-          _ = listen(&shared, &session) => {}
+          _ = listen(&shared, &session, opening) => {}
         }
       }
       session.events().emit(Event::Settled {
@@ -233,6 +258,99 @@ impl Shared {
     headers
   }
 
+  /// P3: POSTs `frame`; when the server answers 404 to a POST that carried our session id,
+  /// the session has expired: `initialize` (same params) and `notifications/initialized`
+  /// are repeated once, then `frame` is sent again. What that retry gets is the answer.
+  async fn post_in_session(
+    &self,
+    session: &Session,
+    url: Url,
+    frame: String,
+  ) -> Result<Response, CoreError> {
+    let used = self.session_id();
+    let response = self.post(session, url.clone(), frame.clone()).await?;
+    if response.status() != reqwest::StatusCode::NOT_FOUND || used.is_none() {
+      return Ok(response);
+    }
+    let Some(params) = self.initialize_params.lock().ok().and_then(|p| p.clone()) else {
+      return Ok(response);
+    };
+    {
+      let _one_at_a_time = self.reinitializing.lock().await;
+      // Someone else's re-initialization may already have replaced the session.
+      if self.session_id() == used {
+        if let Ok(mut stored) = self.session_id.lock() {
+          *stored = None;
+        }
+        if self.reinitialize(session, &url, &params).await.is_err() {
+          return Ok(response);
+        }
+      }
+    }
+    self.post(session, url, frame).await
+  }
+
+  /// P3: a fresh session: `initialize` with the original params, then `initialized`.
+  async fn reinitialize(
+    &self,
+    session: &Session,
+    url: &Url,
+    params: &str,
+  ) -> Result<(), CoreError> {
+    const ID: &str = "\"mcp-native-reinitialize\"";
+    let frame = format!(r#"{{"jsonrpc":"2.0","id":{ID},"method":"initialize","params":{params}}}"#);
+    let response = self.post(session, url.clone(), frame).await?;
+    if !response.status().is_success() {
+      return Err(http_error(response, true, self.config.max_message_bytes).await);
+    }
+    let answer = if content_type(&response).starts_with("text/event-stream") {
+      let mut events = EventReader::new(response, self.config.max_message_bytes);
+      loop {
+        match events.next().await {
+          Some(Ok(ReadItem::Event(event))) if event.data.contains(ID) => break event.data,
+          Some(Ok(_)) => continue,
+          Some(Err(error)) => return Err(error),
+          None => return Err(CoreError::TransportClosed { stderr: None }),
+        }
+      }
+    } else {
+      let body = read_body(response, self.config.max_message_bytes).await?;
+      String::from_utf8_lossy(&body).into_owned()
+    };
+    let answered: serde_json::Value =
+      serde_json::from_str(&answer).map_err(|_| CoreError::InvalidJson(answer.clone()))?;
+    if answered.get("result").is_none() {
+      return Err(CoreError::InvalidJson(answer));
+    }
+    let initialized =
+      crate::protocol::message::notification_frame("notifications/initialized", None);
+    let response = self.post(session, url.clone(), initialized).await?;
+    if !response.status().is_success() {
+      return Err(http_error(response, false, self.config.max_message_bytes).await);
+    }
+    Ok(())
+  }
+
+  /// P3: remembers the params of an `initialize` frame on its way out.
+  fn note_initialize(&self, frame: &str) {
+    if !frame.contains(r#""method":"initialize""#) {
+      return;
+    }
+    #[derive(serde::Deserialize)]
+    struct Initialize<'a> {
+      method: &'a str,
+      #[serde(borrow)]
+      params: Option<&'a serde_json::value::RawValue>,
+    }
+    if let Ok(message) = serde_json::from_str::<Initialize>(frame) {
+      if message.method == "initialize" {
+        if let Ok(mut stored) = self.initialize_params.lock() {
+          *stored = Some(message.params.map_or("{}", |p| p.get()).to_string());
+        }
+      }
+    }
+  }
+
   async fn post(&self, session: &Session, url: Url, frame: String) -> Result<Response, CoreError> {
     let response = self
       .client()?
@@ -247,6 +365,11 @@ impl Shared {
   }
 
   /// Where frames are POSTed; for `type: "sse"` the first call finds out (H11).
+  /// Waits (a bounded time) for a GET listener being opened to get its answer.
+  async fn listener_opened(&self) {
+    let _ = tokio::time::timeout(LISTENER_OPEN_WAIT, self.listener_opening.read()).await;
+  }
+
   async fn post_url(&self) -> Url {
     match &*self.mode.lock().await {
       Mode::Legacy { endpoint } => endpoint.clone(),
@@ -272,7 +395,7 @@ async fn dispatch(
           tokio::select! {
             // Aborted, timed out, answered or closed: the exchange is dropped here.
             _ = cancel.cancelled() => {}
-            _ = send_request(&shared, &session, id, out.frame, &cancel) => {}
+            _ = send_request(&shared, &session, id, out.frame, &cancel, out.session_timed) => {}
           }
         }
         Ack::Notify(ticket) => {
@@ -330,8 +453,9 @@ async fn send_notification(
 ) -> Result<(), CoreError> {
   let timeout = shared.config.timeout;
   let exchange = async {
+    shared.listener_opened().await;
     let url = shared.post_url().await;
-    let response = shared.post(session, url, frame).await?;
+    let response = shared.post_in_session(session, url, frame).await?;
     if response.status().is_success() {
       return Ok(());
     }
@@ -348,11 +472,15 @@ async fn send_request(
   id: u64,
   frame: String,
   cancel: &CancellationToken,
+  session_timed: bool,
 ) {
-  let timeout = shared.config.timeout;
+  // P4: a request with the caller's own timeouts is timed by the session instead.
+  let timeout = shared.config.timeout.filter(|_| !session_timed);
   let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
   // Phase 1 (T7 "Request timeout"): the POST, and a JSON body.
+  shared.note_initialize(&frame);
   let phase = with_timeout(timeout, async {
+    shared.listener_opened().await;
     let response = post_with_legacy_probe(shared, session, frame).await?;
     if !response.status().is_success() {
       return Err(http_error(response, true, shared.config.max_message_bytes).await);
@@ -387,8 +515,9 @@ async fn send_request(
     }
     Ok(Ok(Some(stream))) => stream,
   };
-  // Phase 2 (T7 "SSE response timeout"): events until the answer.
-  let answered = with_timeout(timeout, read_events(shared, session, stream, Some(id))).await;
+  // Phase 2 (T7 "SSE response timeout"): events until the answer, on this stream or, after
+  // it ends or breaks, on the streams that resume it (P2).
+  let answered = with_timeout(timeout, follow_answer(shared, session, stream, id)).await;
   match answered {
     Err(limit) => session.time_out(id, CoreError::SseTimeout(limit)),
     Ok(Err(error)) => fail(error),
@@ -413,7 +542,7 @@ async fn post_with_legacy_probe(
       _ => shared.config.url.clone(),
     };
     drop(mode);
-    return shared.post(session, url, frame).await;
+    return shared.post_in_session(session, url, frame).await;
   }
   let response = shared
     .post(session, shared.config.url.clone(), frame.clone())
@@ -464,9 +593,11 @@ async fn open_legacy_stream(shared: &Shared, session: &Arc<Session>) -> Option<U
   let session = session.clone();
   let closing = shared.closing.clone();
   shared.runtime.spawn(async move {
+    // The legacy protocol has no resumption.
+    let mut never = Resumption::new(0);
     tokio::select! {
       _ = closing.cancelled() => {}
-      ended = deliver_events(&session, &mut events, None) => {
+      ended = deliver_events(&session, &mut events, None, &mut never) => {
         // The stream was the only way answers could come back: the transport is over.
         if let Err(error) = ended {
           session.events().emit(Event::Error(error));
@@ -487,42 +618,118 @@ fn listener_headers(shared: &Shared, session: &Session) -> HeaderMap {
   headers
 }
 
-/// H8: GET the server's stream; 405 or any non-2xx means "not offered".
-async fn listen(shared: &Shared, session: &Arc<Session>) {
-  let Ok(client) = shared.client() else {
+/// H8: GET the server's stream; 405 or any non-2xx means "not offered". P2: after an end
+/// with an event id seen, or after a break, the stream is picked up again.
+async fn listen(
+  shared: &Shared,
+  session: &Arc<Session>,
+  opening: Option<tokio::sync::OwnedRwLockWriteGuard<()>>,
+) {
+  // H11: the legacy protocol's one stream already carries everything.
+  if matches!(*shared.mode.lock().await, Mode::Legacy { .. }) {
     return;
+  }
+  let mut resumption = Resumption::new(shared.config.max_resumptions);
+  let mut opened = open_stream(shared, session, None).await;
+  drop(opening);
+  loop {
+    let mut events = match opened {
+      Opened::Stream(events) => events,
+      Opened::Refused => return,
+      Opened::Failed(error) => return session.events().emit(Event::Error(error)),
+    };
+    let ended = deliver_events(session, &mut events, None, &mut resumption).await;
+    drop(events);
+    let Some(attempt) = resumption.next_attempt(ended.is_err()) else {
+      if let Err(error) = ended {
+        session.events().emit(Event::Error(error));
+      }
+      return;
+    };
+    opened = resume(shared, session, &mut resumption, attempt).await;
+  }
+}
+
+/// H6 + P2: events of a POST's SSE answer until request `id` is answered; when the stream
+/// ends or breaks first, GET it again from its last event id while attempts remain.
+async fn follow_answer(
+  shared: &Shared,
+  session: &Arc<Session>,
+  response: Response,
+  id: u64,
+) -> Result<(), CoreError> {
+  let mut resumption = Resumption::new(shared.config.max_resumptions);
+  let mut events = EventReader::new(response, shared.config.max_message_bytes);
+  loop {
+    let ended = deliver_events(session, &mut events, Some(id), &mut resumption).await;
+    if matches!(ended, Err(CoreError::InvalidJson(_))) || !session.is_pending(id) {
+      return ended;
+    }
+    let Some(attempt) = resumption.next_attempt(false) else {
+      return ended;
+    };
+    match resume(shared, session, &mut resumption, attempt).await {
+      Opened::Stream(resumed) => events = *resumed,
+      // The GET was refused or kept failing: the answer cannot come any more.
+      Opened::Refused | Opened::Failed(_) => return Ok(()),
+    }
+  }
+}
+
+/// One stream (re)opened by GET.
+enum Opened {
+  Stream(Box<EventReader>),
+  /// A non-2xx answer, or one that is not an event stream.
+  Refused,
+  Failed(CoreError),
+}
+
+/// P2: waits `attempt.wait`, then GETs from its event id; a network failure spends the
+/// next attempt, a refusal ends the resumption.
+async fn resume(
+  shared: &Shared,
+  session: &Arc<Session>,
+  resumption: &mut Resumption,
+  mut attempt: Attempt,
+) -> Opened {
+  loop {
+    tokio::time::sleep(attempt.wait).await;
+    match open_stream(shared, session, attempt.from.as_deref()).await {
+      Opened::Failed(error) => match resumption.next_attempt(true) {
+        Some(next) => attempt = next,
+        None => return Opened::Failed(error),
+      },
+      opened => return opened,
+    }
+  }
+}
+
+async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>) -> Opened {
+  let client = match shared.client() {
+    Ok(client) => client,
+    Err(error) => return Opened::Failed(error),
   };
+  let mut headers = listener_headers(shared, session);
+  if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
+    headers.insert(LAST_EVENT_ID_HEADER, value);
+  }
   let response = match client
     .get(shared.config.url.clone())
-    .headers(listener_headers(shared, session))
+    .headers(headers)
     .send()
     .await
   {
     Ok(response) => response,
-    Err(e) => {
-      let error = network_error(&shared.config.url, &e);
-      return session.events().emit(Event::Error(error));
-    }
+    Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
   };
   shared.capture_session(&response);
-  if !response.status().is_success() {
-    return;
+  if !response.status().is_success() || !content_type(&response).starts_with("text/event-stream") {
+    return Opened::Refused;
   }
-  let mut events = EventReader::new(response, shared.config.max_message_bytes);
-  if let Err(error) = deliver_events(session, &mut events, None).await {
-    session.events().emit(Event::Error(error));
-  }
-}
-
-/// H6: events of a POST's SSE answer until the answer for `id` has been handled.
-async fn read_events(
-  shared: &Shared,
-  session: &Arc<Session>,
-  response: Response,
-  id: Option<u64>,
-) -> Result<(), CoreError> {
-  let mut events = EventReader::new(response, shared.config.max_message_bytes);
-  deliver_events(session, &mut events, id).await
+  Opened::Stream(Box::new(EventReader::new(
+    response,
+    shared.config.max_message_bytes,
+  )))
 }
 
 /// Feeds each event's JSON into the session. Stops at `[DONE]`, at the end of the stream,
@@ -532,6 +739,7 @@ async fn deliver_events(
   session: &Arc<Session>,
   events: &mut EventReader,
   until: Option<u64>,
+  resumption: &mut Resumption,
 ) -> Result<(), CoreError> {
   while let Some(item) = events.next().await {
     match item? {
@@ -541,6 +749,7 @@ async fn deliver_events(
           limit: events.limit,
         })),
       ReadItem::Event(event) => {
+        resumption.observe(&event);
         let data = event.data.trim();
         // H6: a priming event (only id/retry) carries nothing.
         if data.is_empty() || event.event.as_deref() == Some("endpoint") {

@@ -117,6 +117,7 @@ impl FrameSink for PipeWriter {
           frame: String::new(),
           ack: out.ack,
           cancel: out.cancel,
+          session_timed: out.session_timed,
         })
       }
     }

@@ -175,8 +175,11 @@ impl ManagerHost for JsManagerHost {
       } else {
         None
       };
-      if let Some(client) = self.option("client") {
-        js.set(options, "client", client);
+      // C1's `client` and P5's handlers reach every connect.
+      for name in ["client", "roots", "sampling", "elicitation", "onRequest"] {
+        if let Some(value) = self.option(name) {
+          js.set(options, name, value);
+        }
       }
       Ok::<_, Thrown>((controller, options))
     })();

@@ -107,7 +107,14 @@ fn build(
       let host = host.clone();
       let connection = connection.cloned();
       let run = js.closure("execute", move |js, args| {
-        let options = js.object()?;
+        // P4: `execute(args, signal?, {onProgress, timeout, …}?)` passes them to callTool.
+        let extra = args.get(2);
+        let options = if js.type_of(extra) == sys::ValueType::napi_object {
+          let assign = js.get(js.get(js.global(), "Object")?, "assign")?;
+          js.call(assign, js.undefined(), &[js.object()?, extra])?
+        } else {
+          js.object()?
+        };
         let signal = args.get(1);
         if !js.is_nullish(signal) {
           js.set(options, "signal", signal);

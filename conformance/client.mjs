@@ -1,0 +1,49 @@
+// The client the official conformance suite drives: public API only. The runner appends the
+// server URL and names the scenario in MCP_CONFORMANCE_SCENARIO.
+import { createRequire } from 'node:module'
+
+const { MCPClient } = createRequire(import.meta.url)('..')
+
+const url = process.argv[2]
+const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? ''
+const protocolVersion = process.env.MCP_CONFORMANCE_PROTOCOL_VERSION
+
+// What each scenario's server expects the client to call, by tool name.
+const toolArguments = {
+  add_numbers: { a: 5, b: 3 },
+}
+
+async function main() {
+  const client = await MCPClient.connect(
+    'conformance',
+    { type: 'http', url },
+    {
+      client: protocolVersion ? { protocolVersion } : undefined,
+      // SEP-1034: accept with nothing filled in, so the client's own defaults show.
+      elicitation: async () => ({ action: 'accept', content: {} }),
+      sampling: async (params) => ({
+        role: 'assistant',
+        model: 'conformance-model',
+        content: { type: 'text', text: `sampled: ${params.messages?.length ?? 0} messages` },
+      }),
+    },
+  )
+  try {
+    const tools = await client.listTools()
+    if (scenario !== 'initialize') {
+      for (const tool of tools) {
+        await client.callTool(tool.name, toolArguments[tool.name] ?? {})
+      }
+    }
+  } finally {
+    await client.close()
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(`conformance client (${scenario}): ${error?.stack ?? error}`)
+    process.exit(1)
+  },
+)
