@@ -267,6 +267,8 @@ export interface MCPRoot {
 export interface MCPServerRequestExtra {
   /** The name the server was connected under. */
   serverName: string;
+  /** P6: aborted when the server cancels this request (its answer is then not sent). */
+  signal: AbortSignal;
 }
 
 /** `sampling/createMessage` params (MCP 2025-11-25), kept as the server sent them. */
@@ -578,8 +580,8 @@ export declare class HttpTransport {
   set onError(callback: ((error: Error) => void) | undefined)
   get onNotification(): ((method: string, params: unknown) => void) | undefined
   set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
-  get onRequest(): ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined
-  set onRequest(callback: ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined)
+  get onRequest(): ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined
+  set onRequest(callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined)
   constructor(config: MCPHttpServerConfig | MCPSseServerConfig)
   /** The server URL. */
   get url(): string
@@ -652,8 +654,8 @@ export declare class StdioTransport {
   set onError(callback: ((error: Error) => void) | undefined)
   get onNotification(): ((method: string, params: unknown) => void) | undefined
   set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
-  get onRequest(): ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined
-  set onRequest(callback: ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined)
+  get onRequest(): ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined
+  set onRequest(callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined)
   constructor(config: MCPStdioServerConfig)
   /** The server's process id (also its process group id) once connected. */
   get pid(): number | undefined

@@ -267,6 +267,8 @@ export interface MCPRoot {
 export interface MCPServerRequestExtra {
   /** The name the server was connected under. */
   serverName: string;
+  /** P6: aborted when the server cancels this request (its answer is then not sent). */
+  signal: AbortSignal;
 }
 
 /** `sampling/createMessage` params (MCP 2025-11-25), kept as the server sent them. */

@@ -542,6 +542,13 @@ describe("on a terminal", () => {
     expect(lines.find((line) => line.startsWith("bad"))!.indexOf("fetch failed")).toBe(header.indexOf("ERROR"));
   });
 
+  it.skipIf(!hasScript)("P4: call shows the server's progress of a long tool call on the progress line", async () => {
+    const output = await onTerminal(["call", "--stdio", fixtureCommand(), "progress", '{"steps":4,"ms":200}'], 100);
+    expect(output).toMatch(/\r\x1b\[2K. calling progress… 2\/4 step 2/);
+    expect(output).toMatch(/\r\x1b\[2K. calling progress… 3\/4 step 3/);
+    expect(withoutEscapes(output)).toContain('done {"progressToken":');
+  });
+
   it.skipIf(!hasScript)("a progress line on stderr while connecting, a bold header, cut to the width", async () => {
     const output = await onTerminal(["tools"], 60);
     expect(output).toMatch(/\r\x1b\[2K. connecting to the example server…/);

@@ -1,5 +1,6 @@
 // SPEC-PROTOCOL P5: roots, sampling and elicitation handlers on connectToServer, MCPClient and
 // the manager; the capabilities they advertise; SEP-1034 form defaults; notifyRootsChanged.
+// P6: the notifications the client acts on (list_changed, the server's cancellations).
 import { pathToFileURL } from "node:url";
 import { basename } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -84,7 +85,7 @@ describe("P5 handlers over stdio (our fixture)", () => {
       action: "accept",
       content: { name: "Ada", nickname: "ada", age: 30, score: 95.5, status: "active", verified: true },
     });
-    expect(calls).toEqual([[form, { serverName: "people" }]]);
+    expect(calls).toEqual([[form, { serverName: "people", signal: expect.any(AbortSignal) }]]);
     expect(await askClient(connection, "roots/list")).toEqual({ roots: [{ uri: "file:///work", name: "work" }] });
     expect(await askClient(connection, "sampling/createMessage", { messages: [], maxTokens: 1 })).toEqual({
       role: "assistant",
@@ -113,7 +114,7 @@ describe("P5 handlers over stdio (our fixture)", () => {
     expect(await askClient(connection, "x/custom", { a: 1 })).toEqual({ handled: "x/custom" });
     expect(await askClient(connection, "x/fail")).toEqual({ error: { code: -32042, message: "no way" } });
     expect(await askClient(connection, "roots/list")).toEqual({ handled: "roots/list" });
-    expect(seen[0]).toEqual(["x/custom", { a: 1 }, { serverName: "peer" }]);
+    expect(seen[0]).toEqual(["x/custom", { a: 1 }, { serverName: "peer", signal: expect.any(AbortSignal) }]);
   });
 
   it("P5: roots as a function is asked each time; notifyRootsChanged sends notifications/roots/list_changed", async () => {
@@ -212,6 +213,68 @@ describe("P5 through MCPClient and the manager", () => {
       const connection = manager.getConnection(name)!;
       expect(await askClient(connection, "elicitation/create", form)).toEqual({ action: "cancel" });
     }
-    expect(asked).toEqual([{ serverName: "alpha" }, { serverName: "beta" }]);
+    expect(asked).toEqual(["alpha", "beta"].map((serverName) => ({ serverName, signal: expect.any(AbortSignal) })));
+  });
+});
+
+describe("P6 notifications the client acts on", () => {
+  it("P6: tools/list_changed clears connection.tools; the next listTools asks the server again", async () => {
+    const connection = await connect(fixtureConfig);
+    const first = await native.listTools(connection);
+    expect(connection.tools).toBe(first);
+    const seen: string[] = [];
+    connection.transport.onNotification = (method) => seen.push(method);
+    await native.callTool(connection, "send_notification", { method: "notifications/tools/list_changed" });
+    expect(await waitFor(() => seen.length === 1)).toBe(true);
+    expect(connection.tools).toBeUndefined();
+    const again = await native.listTools(connection);
+    expect(again).not.toBe(first);
+    expect(again.map((t) => t.name)).toEqual(first.map((t) => t.name));
+    // Other notifications leave the list alone; notifications/message reaches onNotification.
+    await native.callTool(connection, "send_notification", { method: "notifications/message", params: { level: "info", data: "x" } });
+    expect(await waitFor(() => seen.length === 2)).toBe(true);
+    expect(seen[1]).toBe("notifications/message");
+    expect(connection.tools).toBe(again);
+  });
+
+  it("P6: the manager with autoRefreshTools lists again after tools/list_changed", async () => {
+    const manager = new native.MCPManager(process.cwd(), null, { autoRefreshTools: true });
+    cleanups.push(() => manager.disconnectAll());
+    await manager.connectServers({ fixture: fixtureConfig as any }, {});
+    const connection = manager.getConnection("fixture")!;
+    const before = connection.tools;
+    await native.callTool(connection, "send_notification", { method: "notifications/tools/list_changed" });
+    expect(await waitFor(() => connection.tools !== undefined && connection.tools !== before)).toBe(true);
+  });
+
+  it("P6: notifications/cancelled for a server request aborts the handler's signal, and it is not answered", async () => {
+    let aborted: unknown;
+    const connection = await connect(fixtureConfig, {
+      sampling: (_params: unknown, extra: any) =>
+        new Promise((resolve) => {
+          extra.signal.addEventListener("abort", () => {
+            aborted = true;
+            // Too late: the server no longer wants this answer.
+            resolve({ role: "assistant", model: "m", content: { type: "text", text: "late" } });
+          });
+        }),
+    });
+    const result = await native.callTool(connection, "ask_then_cancel", { ms: 50, wait: 200 });
+    expect(aborted).toBe(true);
+    expect(JSON.parse((result as any).content[0].text)).toEqual({ answered: false });
+  });
+
+  it("P6/T11: the transport's own onRequest gets {signal} as its third argument", async () => {
+    const t = await native.createStdioTransport(fixtureConfig as any);
+    cleanups.push(() => t.close());
+    await t.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } });
+    let signal: AbortSignal | undefined;
+    t.onRequest = (_method, _params, extra) => {
+      signal = extra.signal;
+      return new Promise(() => {});
+    };
+    const result: any = await t.request("tools/call", { name: "ask_then_cancel", arguments: { method: "x/slow", ms: 30, wait: 50 } });
+    expect(signal?.aborted).toBe(true);
+    expect(JSON.parse(result.content[0].text)).toEqual({ answered: false });
   });
 });

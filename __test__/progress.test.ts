@@ -2,7 +2,7 @@
 // maxTotalTimeout on request, callTool, MCPClient and the manager's tool execute.
 import { afterEach, describe, expect, it } from "vitest";
 import { startHttpFixture } from "./fixtures/http-server";
-import { native, server } from "./helpers";
+import { everything, native, server } from "./helpers";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -111,6 +111,21 @@ describe("P4 progress", () => {
     expect(viaManager).toHaveLength(2);
     const timedOut = await tool.execute({ steps: 5, ms: 100 }, undefined, { timeout: 120 }).catch((e) => e);
     expect(timedOut.message).toBe("Request timeout after 120ms");
+  });
+});
+
+describe("P4 against server-everything", () => {
+  it("P4: its long-running operation reports each step to onProgress", async () => {
+    const connection = await native.connectToServer("everything", { command: process.execPath, args: [everything, "stdio"] } as any);
+    cleanups.push(() => connection.transport.close());
+    const seen: any[] = [];
+    const result: any = await native.callTool(connection, "trigger-long-running-operation", { duration: 0.3, steps: 3 }, {
+      onProgress: (p) => seen.push(p),
+      timeout: 5000,
+      resetTimeoutOnProgress: true,
+    });
+    expect(seen.map((p) => [p.progress, p.total])).toEqual([[1, 3], [2, 3], [3, 3]]);
+    expect(JSON.stringify(result.content)).toContain("completed");
   });
 });
 

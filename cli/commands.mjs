@@ -129,7 +129,21 @@ async function call(ctx) {
     throw usageError(`unknown tool "${toolName}" on ${target.label}`, [names.length ? `its tools: ${names.join(", ")}` : "it offers no tools"]);
   }
   ctx.out.verbose(`calling ${toolName} ${JSON.stringify(args)}`);
-  const result = await ask(`tools/call ${toolName}`, (o) => client.callTool(toolName, args, o));
+  // P4: the server's progress shows on the terminal, and keeps a long call from timing out.
+  let reported = "";
+  const onProgress = ({ progress, total, message }) => {
+    reported = `${total ? `${progress}/${total}` : progress}${message ? ` ${message}` : ""}`;
+    ctx.out.verbose(`progress ${reported}`);
+  };
+  const stopProgress = ctx.out.progress(() => `calling ${toolName}…${reported ? ` ${reported}` : ""}`);
+  let result;
+  try {
+    result = await ask(`tools/call ${toolName}`, (o) =>
+      client.callTool(toolName, args, { ...o, onProgress, resetTimeoutOnProgress: true }),
+    );
+  } finally {
+    stopProgress();
+  }
   if (ctx.out.json) ctx.out.document(result);
   else ctx.out.content(result.content, result.structuredContent);
   if (result.isError) {

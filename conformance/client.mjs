@@ -30,7 +30,12 @@ async function main() {
   )
   try {
     const tools = await client.listTools()
-    if (scenario !== 'initialize') {
+    if (scenario === 'json-schema-2020-12-preservation') {
+      // P7: hand the focal tool's inputSchema, as we received it, to the echo tool.
+      const echo = tools.find((tool) => tool.inputSchema?.properties?.schema)
+      const focal = tools.find((tool) => tool !== echo)
+      await client.callTool(echo.name, { schema: focal.inputSchema })
+    } else if (scenario !== 'initialize') {
       for (const tool of tools) {
         await client.callTool(tool.name, toolArguments[tool.name] ?? {})
       }

@@ -952,6 +952,8 @@ impl Transports for FakeHost {
     closing
   }
 
+  fn attach_connection(&self, _transport: &V, _connection: &V) {}
+
   fn start_listener(&self, transport: &V) {
     if let V::Transport(t) = transport {
       self.record().listeners.push(t.id);

@@ -94,6 +94,9 @@ pub trait Transports: Values {
   fn close(&self, transport: &Self::Value) -> Pending<Self::Value>;
   /// H8: starts the transport's GET listener, if it has one, without waiting for it.
   fn start_listener(&self, transport: &Self::Value);
+  /// P6: tells a transport of ours which connection's cached lists its list_changed
+  /// notifications make stale; other transports are left alone.
+  fn attach_connection(&self, transport: &Self::Value, connection: &Self::Value);
 }
 
 /// A function the host can call: what it resolves with, or what it threw or rejected with.

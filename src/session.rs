@@ -39,6 +39,10 @@ pub enum Event {
     ticket: u64,
     params: Box<RawValue>,
   },
+  /// P6: the server cancelled its request `id` (raw JSON) while our handler ran.
+  ServerRequestCancelled {
+    id: String,
+  },
   /// T11: a server request that needs the JS `onRequest` handler.
   ServerRequest {
     id: Box<RawValue>,
@@ -148,6 +152,8 @@ struct State {
   pending: HashMap<u64, Pending>,
   /// The version the server answered `initialize` with (H2 sends it as a header).
   protocol_version: Option<String>,
+  /// P6: the server's requests our handlers are still working on, by raw JSON id.
+  serving: std::collections::HashSet<String>,
 }
 
 pub struct Session {
@@ -178,6 +184,7 @@ impl Session {
         next_ticket: 1,
         pending: HashMap::new(),
         protocol_version: None,
+        serving: Default::default(),
       }),
       outbox,
       events,
@@ -276,6 +283,17 @@ impl Session {
       },
     );
     Ok(id)
+  }
+
+  /// P6: `notifications/cancelled` for a request of the server's that a handler of ours
+  /// is working on: it will not be answered, and the handler is told.
+  fn server_cancelled(&self, params: Option<&RawValue>) {
+    let Some(id) = message::cancelled_request_id(params) else {
+      return;
+    };
+    if self.state().serving.remove(&id) {
+      self.events.emit(Event::ServerRequestCancelled { id });
+    }
   }
 
   /// A timer that times request `id` out after `limit`.
@@ -465,13 +483,17 @@ impl Session {
         if method == "notifications/progress" {
           self.progressed(params.as_deref());
         }
+        if method == "notifications/cancelled" {
+          self.server_cancelled(params.as_deref());
+        }
         self.events.emit(Event::Notification { method, params });
       }
       Ok(Incoming::Request { id, method, params }) => {
         if method == "ping" {
           // T11: answered here, without a trip to the JS thread.
-          self.answer(id.get(), Ok("{}"));
+          self.send_answer(id.get(), Ok("{}"));
         } else {
+          self.state().serving.insert(id.get().to_string());
           self
             .events
             .emit(Event::ServerRequest { id, method, params });
@@ -483,6 +505,13 @@ impl Session {
 
   /// T11: answer a server request (`id` is the raw JSON id it came with).
   pub fn answer(&self, id: &str, outcome: Result<&str, &RpcError>) {
+    // P6: a request the server cancelled gets no answer (MCP: SHOULD NOT respond).
+    if self.state().serving.remove(id) {
+      self.send_answer(id, outcome);
+    }
+  }
+
+  fn send_answer(&self, id: &str, outcome: Result<&str, &RpcError>) {
     if !self.is_connected() {
       return;
     }
@@ -774,6 +803,36 @@ pub mod tests {
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(timed_out(&rec.take()), ["Request timeout after 200ms"]);
     assert!(s.is_pending(untimed));
+  }
+
+  #[tokio::test]
+  async fn p6_a_server_request_it_cancelled_is_reported_and_never_answered() {
+    let (s, rec, mut rx) = session(None);
+    s.handle_frame(r#"{"jsonrpc":"2.0","id":"a","method":"sampling/createMessage"}"#);
+    s.handle_frame(r#"{"jsonrpc":"2.0","id":7,"method":"roots/list"}"#);
+    s.handle_frame(
+      r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#,
+    );
+    // One that is not in flight changes nothing.
+    s.handle_frame(
+      r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz"}}"#,
+    );
+    let events = rec.take();
+    assert!(events
+      .iter()
+      .any(|e| matches!(e, Event::ServerRequestCancelled { id } if id == "\"a\"")));
+    assert_eq!(
+      events
+        .iter()
+        .filter(|e| matches!(e, Event::ServerRequestCancelled { .. }))
+        .count(),
+      1
+    );
+    s.answer("\"a\"", Ok("{}"));
+    s.answer("7", Ok("{}"));
+    // Answered once only.
+    s.answer("7", Ok("{}"));
+    assert_eq!(frames(&mut rx), [r#"{"jsonrpc":"2.0","id":7,"result":{}}"#]);
   }
 
   #[tokio::test(start_paused = true)]

@@ -270,6 +270,15 @@ impl<T: OnJs> Transports for T {
       let _ = call_method(js, transport, method, &[]);
     }
   }
+
+  fn attach_connection(&self, transport: &Held, connection: &Held) {
+    let js = self.on().js;
+    let transport = transport.get(js);
+    let method = "_attachConnection";
+    if js.get(transport, method).is_ok_and(|f| js.is_function(f)) {
+      let _ = call_method(js, transport, method, &[connection.get(js)]);
+    }
+  }
 }
 
 impl<T: OnJs> Callbacks for T {

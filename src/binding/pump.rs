@@ -134,6 +134,10 @@ pub struct JsSide {
   close_fired: bool,
   /// Holds the JS object while connected, so callbacks keep working without a JS reference.
   this_ref: Option<sys::napi_ref>,
+  /// P6: the AbortController of each server request `onRequest` is working on, by raw id.
+  serving: HashMap<String, sys::napi_ref>,
+  /// P6: the connection object whose cached lists go stale on list_changed (a weak ref).
+  connection: Option<sys::napi_ref>,
   pub session: Option<Arc<Session>>,
 }
 
@@ -156,6 +160,8 @@ impl JsSide {
       callbacks: Callbacks::default(),
       close_fired: false,
       this_ref: None,
+      serving: HashMap::new(),
+      connection: None,
       session: None,
     }));
     // The function holds the side until it is released (with the JS object).
@@ -264,6 +270,27 @@ impl JsSide {
     }
   }
 
+  pub fn attach_connection(&mut self, connection: Value) {
+    let js = Js::new(self.env);
+    if let Some(old) = self.connection.take() {
+      js.delete_ref(old);
+    }
+    if js.type_of(connection) == sys::ValueType::napi_object {
+      self.connection = Some(js.new_ref(connection, 0));
+    }
+  }
+
+  /// P6: a list_changed notification drops the list cached on the connection.
+  fn forget_stale_list(&self, method: &str) {
+    let Some(field) = crate::client::stale_list(method) else {
+      return;
+    };
+    let js = Js::new(self.env);
+    if let Some(connection) = self.connection.and_then(|c| js.ref_value(c)) {
+      js.delete(connection, field);
+    }
+  }
+
   pub fn set_progress_hook(&mut self, ticket: u64, on_progress: Value) {
     let js = Js::new(self.env);
     if let Some(pending) = self.pending.get_mut(&ticket) {
@@ -315,6 +342,12 @@ impl JsSide {
     let js = Js::new(self.env);
     for r in std::mem::take(&mut self.callbacks).references() {
       js.delete_ref(r);
+    }
+    for (_, controller) in self.serving.drain() {
+      js.delete_ref(controller);
+    }
+    if let Some(connection) = self.connection.take() {
+      js.delete_ref(connection);
     }
     // Out of the queue under its lock first, so no producer can use it afterwards.
     let released = self.pump.queue().tsfn.take();
@@ -420,6 +453,7 @@ fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
         }
       }
       Event::Notification { method, params } => {
+        side.borrow().forget_stale_list(&method);
         if side.borrow_mut().has_callback(CallbackSlot::Notification) {
           let params = if params.is_some() {
             value
@@ -472,6 +506,7 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       }
     }
     Event::Notification { method, params } => {
+      side.borrow().forget_stale_list(&method);
       if !side.borrow_mut().has_callback(CallbackSlot::Notification) {
         return;
       }
@@ -505,6 +540,15 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
     }
     Event::ServerRequest { id, method, params } => {
       answer_server_request(js, side, id.get().to_string(), &method, params.as_deref())
+    }
+    Event::ServerRequestCancelled { id } => {
+      let controller = side.borrow_mut().serving.remove(&id);
+      if let Some(controller) = controller {
+        if let Some(value) = js.ref_value(controller) {
+          let _ = super::host::call_method(js, value, "abort", &[]);
+        }
+        js.delete_ref(controller);
+      }
     }
     Event::Stderr(text) => {
       call_user(js, side, CallbackSlot::Stderr, &[js.string(&text)]);
@@ -632,7 +676,15 @@ fn answer_server_request(
   let host = JsHost::new(js);
   let handler = side.borrow_mut().callback(CallbackSlot::Request);
   let handled = handler.map(|handler| {
-    let args = [js.string(method), parse_or_undefined(js, params)];
+    let mut args = vec![js.string(method), parse_or_undefined(js, params)];
+    // P6: the handler's `{signal}` aborts when the server cancels its request.
+    if let Some((controller, extra)) = abort_controller(js) {
+      args.push(extra);
+      let controller = js.new_ref(controller, 1);
+      if let Some(old) = side.borrow_mut().serving.insert(id.clone(), controller) {
+        js.delete_ref(old);
+      }
+    }
     match js.call(handler, js.undefined(), &args) {
       // A promise (or any thenable) is answered when it settles, anything else at once.
       Ok(value) if is_thenable(js, value) => executor::settled(js, value),
@@ -640,10 +692,29 @@ fn answer_server_request(
       Err(Thrown(exception)) => ready(Err(host.hold(exception))),
     }
   });
+  let served = Rc::downgrade(side);
   executor::spawn(js, async move {
     let answer = server_requests::answer(&host, handled).await;
+    if let Some(side) = served.upgrade() {
+      let controller = side.borrow_mut().serving.remove(&id);
+      if let Some(controller) = controller {
+        js.delete_ref(controller);
+      }
+    }
     session.answer(&id, answer.as_deref());
   });
+}
+
+/// A new `AbortController` and `{signal}` for a handler, where the runtime has one.
+fn abort_controller(js: Js) -> Option<(Value, Value)> {
+  let class = js.get(js.global(), "AbortController").ok()?;
+  if !js.is_function(class) {
+    return None;
+  }
+  let controller = js.construct(class, &[]).ok()?;
+  let extra = js.object().ok()?;
+  js.set(extra, "signal", js.get(controller, "signal").ok()?);
+  Some((controller, extra))
 }
 
 fn is_thenable(js: Js, value: Value) -> bool {

@@ -188,7 +188,7 @@ macro_rules! transport_class {
       #[napi(
         getter,
         js_name = "onRequest",
-        ts_return_type = "((method: string, params: unknown) => unknown | Promise<unknown>) | undefined"
+        ts_return_type = "((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined"
       )]
       pub fn get_on_request(&self) -> $crate::binding::js::JsRaw {
         $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Request)
@@ -197,10 +197,17 @@ macro_rules! transport_class {
       #[napi(
         setter,
         js_name = "onRequest",
-        ts_args_type = "callback: ((method: string, params: unknown) => unknown | Promise<unknown>) | undefined"
+        ts_args_type = "callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined"
       )]
       pub fn set_on_request(&mut self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::pump::CallbackSlot::Request, callback)
+      }
+
+      /// P6: the connection whose cached lists this transport's list_changed notifications
+      /// make stale (held weakly). Set by `connectToServer`; not part of the typed API.
+      #[napi(js_name = "_attachConnection", skip_typescript)]
+      pub fn attach_connection(&mut self, connection: $crate::binding::js::JsArg) {
+        self.side.borrow_mut().attach_connection(connection.0)
       }
     }
 

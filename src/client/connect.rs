@@ -109,7 +109,16 @@ fn serve_requests<H: Transports + Callbacks>(
       .and_then(|m| host.as_string(&m))
       .unwrap_or_default();
     let params = args.next().unwrap_or_else(|| host.undefined());
-    match host.object(vec![("serverName", host.string(&server))]) {
+    // P6: the transport's `{signal}`, aborted if the server cancels this request.
+    let mut extra = vec![("serverName", host.string(&server))];
+    if let Some(signal) = args
+      .next()
+      .and_then(|given| host.field(&given, "signal").ok())
+      .filter(|signal| !host.is_undefined(signal))
+    {
+      extra.push(("signal", signal));
+    }
+    match host.object(extra) {
       Ok(extra) => features::serve(host, &features, &method, params, extra),
       Err(error) => Box::pin(std::future::ready(Err(error))),
     }
@@ -177,6 +186,7 @@ async fn initialize<H: Transports + Callbacks>(
     host.function("notifyRootsChanged", notify)?,
   ));
   let connection = host.object(fields)?;
+  host.attach_connection(transport, &connection);
   host.notify(transport, "notifications/initialized").await?;
   // Servers send what is not tied to one of our requests (their own requests included) on
   // the GET stream, so the listener runs for the connection's lifetime.

@@ -103,3 +103,13 @@ pub async fn call_tool<H: Transports>(
     .request(&transport, "tools/call", params, options)
     .await
 }
+
+/// P6: the list cached on a connection that a server notification makes stale.
+pub fn stale_list(method: &str) -> Option<&'static str> {
+  match method {
+    "notifications/tools/list_changed" => Some("tools"),
+    "notifications/resources/list_changed" => Some("resources"),
+    "notifications/prompts/list_changed" => Some("prompts"),
+    _ => None,
+  }
+}

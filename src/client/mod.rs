@@ -14,4 +14,4 @@ mod tests;
 pub use connect::{connect, ConnectRequest};
 pub use features::ClientFeatures;
 pub use handshake::{connect_timeout_message, initialize_params, ClientOptions};
-pub use listing::{call_tool, connection_transport, list_tools, paginate, tool_call};
+pub use listing::{call_tool, connection_transport, list_tools, paginate, stale_list, tool_call};

@@ -273,6 +273,21 @@ pub fn without_progress_token(params: &RawValue) -> Option<Box<RawValue>> {
   RawValue::from_string(serde_json::to_string(&params).ok()?).ok()
 }
 
+/// P6: the `requestId` of `notifications/cancelled` params, as compact JSON (the form a
+/// server request's raw id is kept in).
+pub fn cancelled_request_id(params: Option<&RawValue>) -> Option<String> {
+  #[derive(serde::Deserialize)]
+  struct Cancelled {
+    #[serde(rename = "requestId")]
+    request_id: serde_json::Value,
+  }
+  let cancelled: Cancelled = serde_json::from_str(params?.get()).ok()?;
+  match cancelled.request_id {
+    id @ (serde_json::Value::String(_) | serde_json::Value::Number(_)) => Some(id.to_string()),
+    _ => None,
+  }
+}
+
 /// T2: a notification frame.
 pub fn notification_frame(method: &str, params: Option<&str>) -> String {
   let method = json_string(method);
