@@ -626,6 +626,8 @@ export declare class MCPClient {
   complete(ref: MCPCompleteRef, argument: { name: string; value: string }, context?: { arguments?: Record<string, string> }, options?: MCPRequestOptions): Promise<MCPCompleteResult>
   /** `logging/setLevel {level}`. */
   setLoggingLevel(level: MCPLoggingLevel, options?: MCPRequestOptions): Promise<void>
+  /** P5: sends `notifications/roots/list_changed`; the server then asks for the roots again. */
+  notifyRootsChanged(): Promise<void>
   /** Closes the transport (C4). */
   close(): Promise<void>
   /** Passes through to `connection.transport.onNotification`. */

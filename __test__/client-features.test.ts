@@ -188,11 +188,13 @@ describe("P5 against server-everything", () => {
 });
 
 describe("P5 through MCPClient and the manager", () => {
-  it("P5: MCPClient.connect takes the same handlers", async () => {
+  it("P5: MCPClient.connect takes the same handlers; MCPClient#notifyRootsChanged", async () => {
     const client = await native.MCPClient.connect("c", fixtureConfig as any, {
       elicitation: async () => ({ action: "accept", content: {} }),
     });
     cleanups.push(() => client.close());
+    await client.notifyRootsChanged();
+    expect((await received(client.connection)).map((m) => m.method)).toContain("notifications/roots/list_changed");
     expect(await askClient(client.connection, "elicitation/create", form)).toEqual({
       action: "accept",
       content: { name: "John Doe", age: 30, score: 95.5, status: "active", verified: true },

@@ -286,6 +286,19 @@ impl JsMcpClient {
     finish(js, executor::promise(js, setting))
   }
 
+  /// P5: sends `notifications/roots/list_changed`; the server then asks for the roots again.
+  #[napi(ts_return_type = "Promise<void>")]
+  pub fn notify_roots_changed(&self, env: Env) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let host = self.host();
+    let connection = self.connection.clone();
+    let notifying = async move {
+      let transport = connection_transport(&host, &connection)?;
+      crate::host::Transports::notify(&host, &transport, "notifications/roots/list_changed").await
+    };
+    finish(js, executor::promise(js, notifying))
+  }
+
   /// Closes the transport (C4).
   #[napi(ts_return_type = "Promise<void>")]
   pub fn close(&self, env: Env) -> napi::Result<JsRaw> {

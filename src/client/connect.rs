@@ -100,9 +100,9 @@ fn serve_requests<H: Transports + Callbacks>(
   request: &ConnectRequest<H::Value>,
   transport: &H::Value,
 ) -> Result<(), H::Value> {
-  let (server, features, host_) = (request.name.clone(), request.features.clone(), host.clone());
+  let (server, features, owner) = (request.name.clone(), request.features.clone(), host.clone());
   let serve: HostFn<H::Value> = std::rc::Rc::new(move |args: Vec<H::Value>| {
-    let host = &host_;
+    let host = &owner;
     let mut args = args.into_iter();
     let method = args
       .next()

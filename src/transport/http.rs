@@ -333,7 +333,9 @@ impl Shared {
 
   /// P3: remembers the params of an `initialize` frame on its way out.
   fn note_initialize(&self, frame: &str) {
-    if !frame.contains(r#""method":"initialize""#) {
+    // Our frames name the method right after the id, so a large request costs nothing here.
+    let head = frame.get(..frame.len().min(64)).unwrap_or(frame);
+    if !head.contains(r#""method":"initialize""#) {
       return;
     }
     #[derive(serde::Deserialize)]
@@ -660,14 +662,17 @@ async fn follow_answer(
 ) -> Result<(), CoreError> {
   let mut resumption = Resumption::new(shared.config.max_resumptions);
   let mut events = EventReader::new(response, shared.config.max_message_bytes);
+  let mut resumed = false;
   loop {
     let ended = deliver_events(session, &mut events, Some(id), &mut resumption).await;
     if matches!(ended, Err(CoreError::InvalidJson(_))) || !session.is_pending(id) {
       return ended;
     }
     let Some(attempt) = resumption.next_attempt(false) else {
-      return ended;
+      // Once resumed, running out of attempts is "no response", whatever broke last.
+      return if resumed { Ok(()) } else { ended };
     };
+    resumed = true;
     match resume(shared, session, &mut resumption, attempt).await {
       Opened::Stream(resumed) => events = *resumed,
       // The GET was refused or kept failing: the answer cannot come any more.
