@@ -178,6 +178,28 @@ describe("P3 session expiry", () => {
     expect(f.received.filter((r) => r.body?.method === "initialize")).toHaveLength(2);
   });
 
+  it("P3/P2: a listener whose session expired renews it and listens on the new one", async () => {
+    const f = await fixture({ session: "s1", get: "stream", getPriming: 50 });
+    const t = await connect({ url: f.url });
+    await t.request("initialize", init);
+    const seen: string[] = [];
+    t.onNotification = (method) => seen.push(method);
+    const listening = t.startSSEListener();
+    expect(await waitFor(() => f.getStreamCount() === 1)).toBe(true);
+    await t.request("session/expire");
+    expect(await waitFor(() => t.sessionId === "s1-2" && f.getStreamCount() === 1)).toBe(true);
+    const listens = gets(f).map((g) => [g.headers["mcp-session-id"], g.headers["last-event-id"] ?? null]);
+    expect(listens).toEqual([
+      ["s1", null],
+      ["s1", "get-1"],
+      ["s1-2", null],
+    ]);
+    await t.request("get/push", { message: { jsonrpc: "2.0", method: "notifications/tools/list_changed" } });
+    expect(await waitFor(() => seen.length === 1)).toBe(true);
+    await t.close();
+    await listening;
+  });
+
   it("H4: a 404 to a request that carried no session id is not retried", async () => {
     const f = await fixture({ session: "s1" });
     const t = await connect({ url: f.url });

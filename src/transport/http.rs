@@ -269,25 +269,33 @@ impl Shared {
   ) -> Result<Response, CoreError> {
     let used = self.session_id();
     let response = self.post(session, url.clone(), frame.clone()).await?;
-    if response.status() != reqwest::StatusCode::NOT_FOUND || used.is_none() {
+    if response.status() != reqwest::StatusCode::NOT_FOUND {
       return Ok(response);
     }
-    let Some(params) = self.initialize_params.lock().ok().and_then(|p| p.clone()) else {
+    if !self.renew_session(session, &url, used.as_deref()).await {
       return Ok(response);
-    };
-    {
-      let _one_at_a_time = self.reinitializing.lock().await;
-      // Someone else's re-initialization may already have replaced the session.
-      if self.session_id() == used {
-        if let Ok(mut stored) = self.session_id.lock() {
-          *stored = None;
-        }
-        if self.reinitialize(session, &url, &params).await.is_err() {
-          return Ok(response);
-        }
-      }
     }
     self.post(session, url, frame).await
+  }
+
+  /// P3: the server no longer knows session `used`; whether a session to retry in exists
+  /// now (ours, or one a concurrent re-initialization made).
+  async fn renew_session(&self, session: &Session, url: &Url, used: Option<&str>) -> bool {
+    let Some(used) = used else {
+      return false;
+    };
+    let Some(params) = self.initialize_params.lock().ok().and_then(|p| p.clone()) else {
+      return false;
+    };
+    let _one_at_a_time = self.reinitializing.lock().await;
+    // Someone else's re-initialization may already have replaced the session.
+    if self.session_id().as_deref() != Some(used) {
+      return true;
+    }
+    if let Ok(mut stored) = self.session_id.lock() {
+      *stored = None;
+    }
+    self.reinitialize(session, url, &params).await.is_ok()
   }
 
   /// P3: a fresh session: `initialize` with the original params, then `initialized`.
@@ -637,6 +645,19 @@ async fn listen(
   loop {
     let mut events = match opened {
       Opened::Stream(events) => events,
+      // P3: the session expired under the listener: renewed, it listens on the new one.
+      Opened::Expired { used } => {
+        let url = shared.config.url.clone();
+        if !shared.renew_session(session, &url, used.as_deref()).await {
+          return;
+        }
+        resumption = Resumption::new(shared.config.max_resumptions);
+        opened = open_stream(shared, session, None).await;
+        if let Opened::Expired { .. } = opened {
+          return;
+        }
+        continue;
+      }
       Opened::Refused => return,
       Opened::Failed(error) => return session.events().emit(Event::Error(error)),
     };
@@ -675,8 +696,9 @@ async fn follow_answer(
     resumed = true;
     match resume(shared, session, &mut resumption, attempt).await {
       Opened::Stream(resumed) => events = *resumed,
-      // The GET was refused or kept failing: the answer cannot come any more.
-      Opened::Refused | Opened::Failed(_) => return Ok(()),
+      // The GET was refused, the session is gone or the GET kept failing: the answer
+      // cannot come any more.
+      Opened::Refused | Opened::Expired { .. } | Opened::Failed(_) => return Ok(()),
     }
   }
 }
@@ -686,6 +708,10 @@ enum Opened {
   Stream(Box<EventReader>),
   /// A non-2xx answer, or one that is not an event stream.
   Refused,
+  /// P3: 404 to a GET that carried session id `used`.
+  Expired {
+    used: Option<String>,
+  },
   Failed(CoreError),
 }
 
@@ -718,6 +744,7 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
   if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
     headers.insert(LAST_EVENT_ID_HEADER, value);
   }
+  let used = shared.session_id();
   let response = match client
     .get(shared.config.url.clone())
     .headers(headers)
@@ -728,6 +755,9 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
   };
   shared.capture_session(&response);
+  if response.status() == reqwest::StatusCode::NOT_FOUND && used.is_some() {
+    return Opened::Expired { used };
+  }
   if !response.status().is_success() || !content_type(&response).starts_with("text/event-stream") {
     return Opened::Refused;
   }
