@@ -267,6 +267,8 @@ impl Shared {
     url: Url,
     frame: String,
   ) -> Result<Response, CoreError> {
+    // A re-initialization under way replaces the session: wait for the new one.
+    drop(self.reinitializing.lock().await);
     let used = self.session_id();
     let response = self.post(session, url.clone(), frame.clone()).await?;
     if response.status() != reqwest::StatusCode::NOT_FOUND {
