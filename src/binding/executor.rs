@@ -49,7 +49,7 @@ impl Executor {
     let tsfn = js.threadsafe_function("mcp-native-tasks", run).ok()?;
     let executor: &'static Executor = Box::leak(Box::new(Executor {
       js,
-      tasks: LocalExecutor::new(Schedule(tsfn)),
+      tasks: LocalExecutor::new(Schedule(tsfn.clone())),
       tsfn,
       in_flight: Cell::new(0),
     }));

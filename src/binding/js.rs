@@ -783,6 +783,15 @@ impl Js {
       // SAFETY: context is the Call leaked below; finalize runs once.
       drop(unsafe { Box::from_raw(context.cast::<Call>()) });
     }
+    // The async resource async_hooks see: its hasRef() tells tools that list open handles
+    // (Jest's --detectOpenHandles) whether the function currently keeps the host alive.
+    let referenced = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let resource = self.object()?;
+    let flag = referenced.clone();
+    let has_ref = self.closure("hasRef", move |js, _| {
+      Ok(js.boolean(flag.load(std::sync::atomic::Ordering::Relaxed)))
+    })?;
+    self.set(resource, "hasRef", has_ref);
     let context = Box::into_raw(Box::new(Box::new(call) as Call));
     let mut tsfn = ptr::null_mut();
     // SAFETY: call_js and finalize match the napi signatures; finalize reclaims context.
@@ -790,7 +799,7 @@ impl Js {
       sys::napi_create_threadsafe_function(
         self.env,
         ptr::null_mut(),
-        ptr::null_mut(),
+        resource,
         self.string(name),
         0,
         1,
@@ -810,14 +819,21 @@ impl Js {
     }
     // SAFETY: tsfn was just created on this thread.
     unsafe { sys::napi_unref_threadsafe_function(self.env, tsfn) };
-    Ok(Tsfn(tsfn))
+    Ok(Tsfn {
+      raw: tsfn,
+      referenced,
+    })
   }
 }
 
 /// A threadsafe function made by `Js::threadsafe_function`; it lives until `release`, or as
 /// long as its env when never released.
-#[derive(Clone, Copy)]
-pub struct Tsfn(sys::napi_threadsafe_function);
+#[derive(Clone)]
+pub struct Tsfn {
+  raw: sys::napi_threadsafe_function,
+  /// What the async resource's hasRef() reports.
+  referenced: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 // SAFETY: napi_call_threadsafe_function may be called from any thread; ref/unref take the
 // JS thread's env and are only called there.
@@ -832,7 +848,7 @@ impl Tsfn {
     // SAFETY: the function is live until `release` (see the type's docs).
     let status = unsafe {
       sys::napi_call_threadsafe_function(
-        self.0,
+        self.raw,
         ptr::null_mut(),
         sys::ThreadsafeFunctionCallMode::nonblocking,
       )
@@ -845,18 +861,21 @@ impl Tsfn {
   pub fn release(self) {
     // SAFETY: the caller gives up every copy (see above).
     unsafe {
-      sys::napi_release_threadsafe_function(self.0, sys::ThreadsafeFunctionReleaseMode::release)
+      sys::napi_release_threadsafe_function(self.raw, sys::ThreadsafeFunctionReleaseMode::release)
     };
   }
 
   /// Whether the function keeps the host alive; on the JS thread.
   pub fn keep_alive(&self, js: Js, keep: bool) {
+    self
+      .referenced
+      .store(keep, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: called on the JS thread of the env that created the function.
     unsafe {
       if keep {
-        sys::napi_ref_threadsafe_function(js.env, self.0);
+        sys::napi_ref_threadsafe_function(js.env, self.raw);
       } else {
-        sys::napi_unref_threadsafe_function(js.env, self.0);
+        sys::napi_unref_threadsafe_function(js.env, self.raw);
       }
     }
   }

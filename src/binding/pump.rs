@@ -46,13 +46,14 @@ impl EventPump {
 impl EventSink for EventPump {
   fn emit(&self, event: Event) {
     let mut queue = self.queue();
-    let Some(tsfn) = &queue.tsfn else { return };
-    let tsfn = *tsfn;
+    if queue.tsfn.is_none() {
+      return;
+    }
     queue.events.push(event);
     // Called under the lock, so the function cannot be released in between.
     if !queue.scheduled {
       queue.scheduled = true;
-      if !tsfn.call() {
+      if !queue.tsfn.as_ref().is_some_and(Tsfn::call) {
         queue.events.clear();
         queue.tsfn = None;
       }
@@ -167,7 +168,7 @@ impl JsSide {
     // The function holds the side until it is released (with the JS object).
     let delivery = Delivery(side.clone());
     let tsfn = js.threadsafe_function("mcp-native", move |js| delivery.deliver(js))?;
-    side.borrow_mut().tsfn = Some(tsfn);
+    side.borrow_mut().tsfn = Some(tsfn.clone());
     pump.queue().tsfn = Some(tsfn);
     Ok(side)
   }
@@ -228,7 +229,7 @@ impl JsSide {
       return;
     }
     self.keeps_alive = wanted;
-    if let Some(tsfn) = self.tsfn {
+    if let Some(tsfn) = &self.tsfn {
       tsfn.keep_alive(Js::new(self.env), wanted);
     }
   }

@@ -1,0 +1,1 @@
+module.exports = { rootDir: __dirname, testMatch: ["**/*.spec.cjs"], testEnvironment: "node" };
