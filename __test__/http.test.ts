@@ -420,3 +420,24 @@ describe("E2 HTTP configs", () => {
     }
   });
 });
+
+describe("H10 TLS", () => {
+  it("H10: an https server whose certificate nobody trusts is refused in the TLS handshake (rustls, ring)", async () => {
+    const { createServer: createHttpsServer } = await import("node:https");
+    const { readFileSync } = await import("node:fs");
+    const pem = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
+    let reached = 0;
+    const server = createHttpsServer({ key: pem("tls-key.pem"), cert: pem("tls-cert.pem") }, (_req, res) => {
+      reached++;
+      res.end("{}");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanup(() => new Promise((resolve) => server.close(resolve)));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    const t = await connect({ url });
+    const error: any = await t.request("ping").catch((e) => e);
+    expect(error.message).toMatch(/^fetch failed: https:\/\/127\.0\.0\.1:\d+\/mcp: invalid peer certificate: /);
+    await expect(native.callMCP(url, "ping")).rejects.toThrow(/invalid peer certificate/);
+    expect(reached).toBe(0);
+  });
+});

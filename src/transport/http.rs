@@ -93,7 +93,7 @@ impl HttpTransport {
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
     // H10: one pool per transport; proxies from HTTPS_PROXY/HTTP_PROXY/NO_PROXY.
-    let client = reqwest::Client::builder()
+    let client = crate::transport::http_client_builder()
       .build()
       .map_err(|e| network_error(&config.url, &e))?;
     let mut headers = HeaderMap::new();

@@ -12,7 +12,7 @@ fn client() -> Option<&'static reqwest::Client> {
   CLIENT
     .get_or_init(|| {
       let _context = runtime::handle()?.enter();
-      reqwest::Client::builder().build().ok()
+      crate::transport::http_client_builder().build().ok()
     })
     .as_ref()
 }
