@@ -139,6 +139,10 @@ pub struct JsSide {
   serving: HashMap<String, sys::napi_ref>,
   /// P6: the connection object whose cached lists go stale on list_changed (a weak ref).
   connection: Option<sys::napi_ref>,
+  /// Events taken from the pump, not yet delivered (a flood spans several loop turns).
+  backlog: std::collections::VecDeque<Event>,
+  /// A setImmediate for the next delivery turn is pending.
+  turn_scheduled: bool,
   pub session: Option<Arc<Session>>,
 }
 
@@ -163,6 +167,8 @@ impl JsSide {
       this_ref: None,
       serving: HashMap::new(),
       connection: None,
+      backlog: std::collections::VecDeque::new(),
+      turn_scheduled: false,
       session: None,
     }));
     // The function holds the side until it is released (with the JS object).
@@ -391,8 +397,93 @@ impl Delivery {
   }
 }
 
+/// Events delivered per event-loop turn at most, and the time a turn may take; the rest
+/// waits for the next turn (setImmediate), so the host's timers and I/O run during floods.
+const TURN_EVENTS: usize = 256;
+const TURN_TIME: std::time::Duration = std::time::Duration::from_millis(1);
+/// Events handed to the batching below at once (a run shares one JSON.parse).
+const CHUNK_EVENTS: usize = 64;
+
 fn deliver(js: Js, side: &Shared) {
-  let events = side.borrow().pump.take();
+  let fresh = side.borrow().pump.take();
+  let mut me = side.borrow_mut();
+  me.backlog.extend(fresh);
+  if me.turn_scheduled {
+    // The next turn is already coming; it delivers these after what is ahead of them.
+    return;
+  }
+  drop(me);
+  deliver_turn(js, side);
+}
+
+/// One turn: chunks of the backlog, in order (T3), until the budget is spent; what is left
+/// goes to the next turn.
+fn deliver_turn(js: Js, side: &Shared) {
+  let started = std::time::Instant::now();
+  let mut delivered = 0;
+  loop {
+    let chunk: Vec<Event> = {
+      let mut me = side.borrow_mut();
+      let take = me.backlog.len().min(CHUNK_EVENTS);
+      me.backlog.drain(..take).collect()
+    };
+    if chunk.is_empty() {
+      return;
+    }
+    delivered += chunk.len();
+    deliver_chunk(js, side, chunk);
+    if delivered >= TURN_EVENTS || started.elapsed() >= TURN_TIME {
+      break;
+    }
+  }
+  if side.borrow().backlog.is_empty() || !schedule_turn(js, side) {
+    // No way to wait for a turn (or nothing left): deliver the rest now.
+    while !side.borrow().backlog.is_empty() {
+      let chunk: Vec<Event> = side.borrow_mut().backlog.drain(..).collect();
+      deliver_chunk(js, side, chunk);
+    }
+  }
+}
+
+/// Asks for `deliver_turn` on the next event-loop turn, through Node's own `setImmediate`
+/// (the `timers` module's, which fake timers in test runners leave alone), else the
+/// global one.
+fn schedule_turn(js: Js, side: &Shared) -> bool {
+  let set_immediate = (|| {
+    let process = js.get(js.global(), "process").ok()?;
+    let get_builtin = js
+      .get(process, "getBuiltinModule")
+      .ok()
+      .filter(|f| js.is_function(*f))?;
+    let timers = js.call(get_builtin, process, &[js.string("timers")]).ok()?;
+    js.get(timers, "setImmediate")
+      .ok()
+      .filter(|f| js.is_function(*f))
+  })()
+  .or_else(|| {
+    js.get(js.global(), "setImmediate")
+      .ok()
+      .filter(|f| js.is_function(*f))
+  });
+  let Some(set_immediate) = set_immediate else {
+    return false;
+  };
+  let next = side.clone();
+  let Ok(turn) = js.closure("deliverTurn", move |js, _| {
+    next.borrow_mut().turn_scheduled = false;
+    deliver(js, &next);
+    Ok(js.undefined())
+  }) else {
+    return false;
+  };
+  if js.call(set_immediate, js.undefined(), &[turn]).is_err() {
+    return false;
+  }
+  side.borrow_mut().turn_scheduled = true;
+  true
+}
+
+fn deliver_chunk(js: Js, side: &Shared, events: Vec<Event>) {
   let mut events = events.into_iter().peekable();
   while let Some(event) = events.next() {
     // A run of plain results or notifications shares one JSON.parse (one napi call and one
