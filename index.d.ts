@@ -711,6 +711,20 @@ export declare function disconnectServer(connection: MCPServerConnection): Promi
  */
 export declare function listTools(connection: MCPServerConnection, options?: MCPRequestOptions): Promise<MCPToolDefinition[]>
 
+/** A1: where the agent's `.mcp.json` schema lives. */
+export declare const MCP_CONFIG_SCHEMA_URL: string
+
+/** A1: the protocol version the agent offers. */
+export declare const MCP_PROTOCOL_VERSION: string
+
+/** A1: the server notifications the agent acts on, under the agent's key names. */
+export declare enum MCPNotificationMethods {
+  TOOLS_LIST_CHANGED = 'notifications/tools/list_changed',
+  RESOURCES_LIST_CHANGED = 'notifications/resources/list_changed',
+  PROMPTS_LIST_CHANGED = 'notifications/prompts/list_changed',
+  RESOURCES_UPDATED = 'notifications/resources/updated',
+}
+
 /**
  * Parses an MCP answer that may be an SSE stream or plain JSON (J1). Throws when a `data:`
  * line is not JSON.
@@ -719,3 +733,6 @@ export declare function parseSSE(text: string): unknown
 
 /** C4: `capabilities.tools !== undefined`. */
 export declare function serverSupportsTools(capabilities: MCPServerCapabilities): boolean
+
+/** A3: a thrown value as a JSON-RPC error object `{code, message}`. */
+export declare function toJsonRpcError(error: unknown): { code: number; message: string }

@@ -1,5 +1,6 @@
 // napi-rs cannot declare a generic class, so `index.d.ts` carries the hand-written
 // `MCPManager<TTool>` (types-header.d.ts) and this drops the generated, non-generic one.
+// It also declares string enums as plain enums (napi-rs writes `const enum`).
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -7,7 +8,9 @@ const file = fileURLToPath(new URL("../index.d.ts", import.meta.url));
 const generated = readFileSync(file, "utf8");
 const pruned = generated
   .replace(/export declare class MCPManager \{[^]*?\}\n/, "")
-  .replace(/export type JsMcpManager = MCPManager\n/, "");
+  .replace(/export type JsMcpManager = MCPManager\n/, "")
+  // A real object at run time: a plain enum, which isolatedModules and Bun accept.
+  .replace(/export declare const enum /g, "export declare enum ");
 if (/export declare class MCPManager \{/.test(pruned)) {
   throw new Error("index.d.ts: the generated MCPManager declaration was not removed");
 }

@@ -112,3 +112,69 @@ pub fn call_mcp(
   };
   finish(js, executor::promise(js, calling))
 }
+
+/// A1: the protocol version the agent offers.
+#[napi(js_name = "MCP_PROTOCOL_VERSION")]
+pub const MCP_PROTOCOL_VERSION: &str = crate::client::handshake::DEFAULT_PROTOCOL_VERSION;
+
+/// A1: where the agent's `.mcp.json` schema lives.
+#[napi(js_name = "MCP_CONFIG_SCHEMA_URL")]
+pub const MCP_CONFIG_SCHEMA_URL: &str =
+  "https://raw.githubusercontent.com/can1357/oh-my-pi/main/packages/coding-agent/src/config/mcp-schema.json";
+
+/// A1: the server notifications the agent acts on, under the agent's key names.
+#[allow(non_camel_case_types)]
+#[napi(string_enum, js_name = "MCPNotificationMethods")]
+pub enum McpNotificationMethods {
+  #[napi(value = "notifications/tools/list_changed")]
+  TOOLS_LIST_CHANGED,
+  #[napi(value = "notifications/resources/list_changed")]
+  RESOURCES_LIST_CHANGED,
+  #[napi(value = "notifications/prompts/list_changed")]
+  PROMPTS_LIST_CHANGED,
+  #[napi(value = "notifications/resources/updated")]
+  RESOURCES_UPDATED,
+}
+
+/// A3: a thrown value as a JSON-RPC error object `{code, message}`.
+#[napi(
+  js_name = "toJsonRpcError",
+  ts_args_type = "error: unknown",
+  ts_return_type = "{ code: number; message: string }"
+)]
+pub fn to_json_rpc_error(env: Env, error: JsArg) -> napi::Result<JsRaw> {
+  use crate::client::server_requests::{self, ThrownShape};
+  let js = Js::new(env.raw());
+  let value = error.0;
+  let field = |name: &str| {
+    (js.type_of(value) == napi::sys::ValueType::napi_object)
+      .then(|| js.get(value, name).ok())
+      .flatten()
+  };
+  let code = field("code").and_then(|c| js.number_value(c));
+  let shape = if js.is_error(value) {
+    ThrownShape::Error {
+      code,
+      message: js.error_message(value),
+    }
+  } else if js.type_of(value) == napi::sys::ValueType::napi_object {
+    ThrownShape::Object {
+      code,
+      message: field("message").and_then(|m| {
+        (js.type_of(m) == napi::sys::ValueType::napi_string)
+          .then(|| js.rust_string(m))
+          .flatten()
+      }),
+    }
+  } else {
+    ThrownShape::Other
+  };
+  let (code, message) = server_requests::to_json_rpc_error(shape);
+  let built = (|| {
+    let object = js.object()?;
+    js.set(object, "code", js.number(code));
+    js.set(object, "message", js.string(&message));
+    Ok::<_, Thrown>(object)
+  })();
+  built.map(JsRaw).map_err(|t| thrown(js, t))
+}

@@ -51,3 +51,74 @@ pub fn rpc_error<H: Values>(host: &H, thrown: &H::Value) -> RpcError {
     data,
   }
 }
+
+/// What a thrown value looked like, for A3's `toJsonRpcError`.
+pub enum ThrownShape {
+  /// An `Error`: its `code` when that is a number, and its message.
+  Error {
+    code: Option<f64>,
+    message: String,
+  },
+  /// Any other object: its `code` and `message` when they are a number and a string.
+  Object {
+    code: Option<f64>,
+    message: Option<String>,
+  },
+  Other,
+}
+
+/// A3: an `Error` keeps its message and numeric `code` (else -32603); a `{code: number,
+/// message: string}` object is taken as it is; anything else is `-32603 Internal error`.
+pub fn to_json_rpc_error(thrown: ThrownShape) -> (f64, String) {
+  let internal = (
+    f64::from(INTERNAL_ERROR as i32),
+    "Internal error".to_string(),
+  );
+  match thrown {
+    ThrownShape::Error { code, message } => (code.unwrap_or(internal.0), message),
+    ThrownShape::Object {
+      code: Some(code),
+      message: Some(message),
+    } => (code, message),
+    _ => internal,
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn a3_errors_objects_and_the_rest() {
+    let error = |code, message: &str| ThrownShape::Error {
+      code,
+      message: message.into(),
+    };
+    assert_eq!(
+      to_json_rpc_error(error(Some(-32001.0), "gone")),
+      (-32001.0, "gone".into())
+    );
+    assert_eq!(
+      to_json_rpc_error(error(None, "boom")),
+      (-32603.0, "boom".into())
+    );
+    let object = |code, message: Option<&str>| ThrownShape::Object {
+      code,
+      message: message.map(str::to_string),
+    };
+    assert_eq!(
+      to_json_rpc_error(object(Some(7.0), Some("seven"))),
+      (7.0, "seven".into())
+    );
+    for partial in [
+      object(Some(7.0), None),
+      object(None, Some("x")),
+      ThrownShape::Other,
+    ] {
+      assert_eq!(
+        to_json_rpc_error(partial),
+        (-32603.0, "Internal error".into())
+      );
+    }
+  }
+}
