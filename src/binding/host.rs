@@ -262,22 +262,22 @@ impl<T: OnJs> Transports for T {
   }
 
   fn start_listener(&self, transport: &Held) {
-    let js = self.on().js;
-    let transport = transport.get(js);
-    let method = "startSSEListener";
-    if js.get(transport, method).is_ok_and(|f| js.is_function(f)) {
-      // It settles when the listener stops and never rejects (H8).
-      let _ = call_method(js, transport, method, &[]);
-    }
+    // It settles when the listener stops and never rejects (H8).
+    call_if_present(self.on().js, transport, "startSSEListener", &[]);
   }
 
   fn attach_connection(&self, transport: &Held, connection: &Held) {
     let js = self.on().js;
-    let transport = transport.get(js);
-    let method = "_attachConnection";
-    if js.get(transport, method).is_ok_and(|f| js.is_function(f)) {
-      let _ = call_method(js, transport, method, &[connection.get(js)]);
-    }
+    call_if_present(js, transport, "_attachConnection", &[connection.get(js)]);
+  }
+}
+
+/// Calls `object[method](...args)` when the object has that method (ours do, a caller's own
+/// transport may not); the outcome is not awaited.
+fn call_if_present(js: Js, object: &Held, method: &str, args: &[Value]) {
+  let object = object.get(js);
+  if js.get(object, method).is_ok_and(|f| js.is_function(f)) {
+    let _ = call_method(js, object, method, args);
   }
 }
 

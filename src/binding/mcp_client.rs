@@ -294,7 +294,7 @@ impl JsMcpClient {
     let connection = self.connection.clone();
     let notifying = async move {
       let transport = connection_transport(&host, &connection)?;
-      crate::host::Transports::notify(&host, &transport, "notifications/roots/list_changed").await
+      crate::host::Transports::notify(&host, &transport, client::features::ROOTS_LIST_CHANGED).await
     };
     finish(js, executor::promise(js, notifying))
   }

@@ -180,7 +180,7 @@ async fn initialize<H: Transports + Callbacks>(
   // P5: the caller tells the server its roots changed.
   let (notifier, notified) = (host.clone(), transport.clone());
   let notify: HostFn<H::Value> =
-    std::rc::Rc::new(move |_| notifier.notify(&notified, "notifications/roots/list_changed"));
+    std::rc::Rc::new(move |_| notifier.notify(&notified, features::ROOTS_LIST_CHANGED));
   fields.push((
     "notifyRootsChanged",
     host.function("notifyRootsChanged", notify)?,

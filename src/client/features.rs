@@ -5,6 +5,9 @@ use serde_json::{json, Map, Value};
 use crate::host::{Callbacks, Pending, Values};
 use crate::protocol::message::METHOD_NOT_FOUND;
 
+/// P5: what tells the server that the roots changed.
+pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+
 /// The handler options of `connectToServer`, `MCPClient.connect` and the manager.
 #[derive(Clone)]
 pub struct ClientFeatures<V> {

@@ -580,19 +580,10 @@ async fn post_with_legacy_probe(
 /// H11: GET the SSE endpoint; on an `endpoint` event, keep reading the stream for answers
 /// in the background and return the POST URL.
 async fn open_legacy_stream(shared: &Shared, session: &Arc<Session>) -> Option<Url> {
-  let response = shared
-    .client()
-    .ok()?
-    .get(shared.config.url.clone())
-    .headers(listener_headers(shared, session))
-    .send()
-    .await
-    .ok()?;
-  shared.capture_session(&response);
-  if !response.status().is_success() || !content_type(&response).starts_with("text/event-stream") {
+  let Opened::Stream(events) = open_stream(shared, session, None).await else {
     return None;
-  }
-  let mut events = EventReader::new(response, shared.config.max_message_bytes);
+  };
+  let mut events = *events;
   let endpoint = loop {
     match events.next().await? {
       Ok(ReadItem::Event(event)) if event.event.as_deref() == Some("endpoint") => {
