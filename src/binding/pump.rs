@@ -16,6 +16,7 @@ use super::js::{Js, Thrown, Tsfn, Value, EXTERNAL_STRING_BYTES};
 use super::js_error;
 use crate::client::server_requests;
 use crate::protocol::tree::{Node, ResultTree, Text};
+use crate::runtime::turn::{TurnBudget, CHUNK_EVENTS};
 use crate::session::{Event, EventSink, Session};
 
 #[derive(Default)]
@@ -397,13 +398,6 @@ impl Delivery {
   }
 }
 
-/// Events delivered per event-loop turn at most, and the time a turn may take; the rest
-/// waits for the next turn (setImmediate), so the host's timers and I/O run during floods.
-const TURN_EVENTS: usize = 256;
-const TURN_TIME: std::time::Duration = std::time::Duration::from_millis(1);
-/// Events handed to the batching below at once (a run shares one JSON.parse).
-const CHUNK_EVENTS: usize = 64;
-
 fn deliver(js: Js, side: &Shared) {
   let fresh = side.borrow().pump.take();
   let mut me = side.borrow_mut();
@@ -416,11 +410,10 @@ fn deliver(js: Js, side: &Shared) {
   deliver_turn(js, side);
 }
 
-/// One turn: chunks of the backlog, in order (T3), until the budget is spent; what is left
-/// goes to the next turn.
+/// One turn: chunks of the backlog, in order (T3), until the turn's budget is spent; what
+/// is left goes to the next turn.
 fn deliver_turn(js: Js, side: &Shared) {
-  let started = std::time::Instant::now();
-  let mut delivered = 0;
+  let mut budget = TurnBudget::start();
   loop {
     let chunk: Vec<Event> = {
       let mut me = side.borrow_mut();
@@ -430,14 +423,14 @@ fn deliver_turn(js: Js, side: &Shared) {
     if chunk.is_empty() {
       return;
     }
-    delivered += chunk.len();
+    let delivered = chunk.len();
     deliver_chunk(js, side, chunk);
-    if delivered >= TURN_EVENTS || started.elapsed() >= TURN_TIME {
+    if !budget.spend(delivered) {
       break;
     }
   }
   if side.borrow().backlog.is_empty() || !schedule_turn(js, side) {
-    // No way to wait for a turn (or nothing left): deliver the rest now.
+    // Nothing left, or no way to wait for a turn: whatever remains goes now.
     while !side.borrow().backlog.is_empty() {
       let chunk: Vec<Event> = side.borrow_mut().backlog.drain(..).collect();
       deliver_chunk(js, side, chunk);
