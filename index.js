@@ -835,6 +835,8 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.FileTokenStore = nativeBinding.FileTokenStore
+module.exports.JsFileTokenStore = nativeBinding.JsFileTokenStore
 module.exports.FileToolCache = nativeBinding.FileToolCache
 module.exports.JsFileToolCache = nativeBinding.JsFileToolCache
 module.exports.HttpTransport = nativeBinding.HttpTransport

@@ -56,6 +56,8 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
   url: string;
   headers?: Record<string, string>;
   reconnect?: MCPStreamResumption;
+  /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
+  oauth?: MCPOAuthOptions;
 }
 
 export interface MCPSseServerConfig extends MCPServerConfigBase {
@@ -63,6 +65,54 @@ export interface MCPSseServerConfig extends MCPServerConfigBase {
   url: string;
   headers?: Record<string, string>;
   reconnect?: MCPStreamResumption;
+  /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
+  oauth?: MCPOAuthOptions;
+}
+
+/**
+ * O1: OAuth 2.1 for an HTTP server: discovery (RFC 9728, RFC 8414), client registration
+ * (pre-registered, Client ID Metadata Document, or dynamic), PKCE S256, `resource`
+ * (RFC 8707), `state` and `iss` (RFC 9207) checks, refresh, and step-up.
+ */
+export interface MCPOAuthOptions {
+  /** Opens the authorization URL in a user agent and resolves with the callback URL it
+   * was redirected to (the one-shot flow). Required for `authorization_code`. */
+  redirect?(authorizationUrl: string): Promise<string>;
+  /** Where credentials are kept, keyed by the server's URL (default: in memory, shared by
+   * the process). `FileTokenStore` keeps them in a private file. */
+  store?: MCPTokenStore;
+  /** Where the authorization server sends the user agent back (default
+   * `http://127.0.0.1/oauth/callback`). */
+  redirectUri?: string;
+  /** A pre-registered client (used before any other identity). */
+  clientId?: string;
+  clientSecret?: string;
+  /** A Client ID Metadata Document URL, used where the server accepts one (SEP-991). */
+  clientMetadataUrl?: string;
+  /** `client_name` for dynamic registration (default `mcp-native`). */
+  clientName?: string;
+  /** Scopes to ask for when the server's challenge names none. */
+  scope?: string;
+  /** O5: `client_credentials` authenticates as the client itself (needs `clientId` and
+   * `clientSecret`); default `authorization_code`. */
+  grantType?: "authorization_code" | "client_credentials";
+}
+
+/** O3: what keeps OAuth credentials. Methods may return promises. */
+export interface MCPTokenStore {
+  get(key: string): Promise<MCPStoredCredential | undefined> | MCPStoredCredential | undefined;
+  set(key: string, credential: MCPStoredCredential): Promise<void> | void;
+  delete(key: string): Promise<void> | void;
+}
+
+/** O3: one server's OAuth credential, as a token store holds it. */
+export interface MCPStoredCredential {
+  issuer: string;
+  resource: string;
+  tokenEndpoint: string;
+  client: { clientId: string; clientSecret?: string; authMethod: string; registered: boolean };
+  tokens?: { accessToken: string; refreshToken?: string; expiresAt?: number; issuedAt?: number; scope?: string };
+  scopes?: string[];
 }
 
 /** P2: how a Streamable HTTP stream that ends or breaks before its answer is resumed. */

@@ -7,6 +7,31 @@ const { MCPClient } = createRequire(import.meta.url)('..')
 const url = process.argv[2]
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? ''
 const protocolVersion = process.env.MCP_CONFORMANCE_PROTOCOL_VERSION
+// What a scenario hands the client (pre-registered credentials, keys).
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}')
+
+// O1: the user agent's part, scripted: the suite's authorization endpoint redirects at once,
+// so following that one redirect is the whole user interaction.
+async function redirect(authorizationUrl) {
+  const response = await fetch(authorizationUrl, { redirect: 'manual' })
+  const location = response.headers.get('location')
+  if (!location) throw new Error(`authorization endpoint answered ${response.status} without a redirect`)
+  return new URL(location, authorizationUrl).toString()
+}
+
+function oauthOptions() {
+  const clientCredentials = scenario.startsWith('auth/client-credentials')
+  return {
+    redirect,
+    redirectUri: 'http://localhost:3000/callback',
+    clientMetadataUrl: 'https://conformance-test.local/client-metadata.json',
+    clientName: 'mcp-native conformance client',
+    ...(context.client_id && { clientId: context.client_id }),
+    ...(context.client_secret && { clientSecret: context.client_secret }),
+    ...(context.private_key_pem && { privateKey: context.private_key_pem, signingAlgorithm: context.signing_algorithm }),
+    ...(clientCredentials && { grantType: 'client_credentials' }),
+  }
+}
 
 // What each scenario's server expects the client to call, by tool name.
 const toolArguments = {
@@ -16,7 +41,7 @@ const toolArguments = {
 async function main() {
   const client = await MCPClient.connect(
     'conformance',
-    { type: 'http', url },
+    { type: 'http', url, ...(scenario.startsWith('auth/') && { oauth: oauthOptions() }) },
     {
       client: protocolVersion ? { protocolVersion } : undefined,
       // SEP-1034: accept with nothing filled in, so the client's own defaults show.

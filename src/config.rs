@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::host::Values;
+use crate::oauth::{Grant, OAuthSettings};
 use crate::transport::http::HttpConfig;
 use crate::transport::stdio::{StdioConfig, DEFAULT_MAX_MESSAGE_BYTES};
 
@@ -121,7 +122,68 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     max_message_bytes: max_message_bytes(host, config)?,
     allow_legacy,
     max_resumptions: max_resumptions(host, config)?,
+    oauth: oauth_settings(host, config)?,
   })
+}
+
+/// O1: `config.oauth`, the plain-data part; its functions stay on the JS side.
+fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<OAuthSettings>> {
+  let Some(oauth) = field(host, config, "oauth")? else {
+    return Ok(None);
+  };
+  if !host.is_object(&oauth) || host.items(&oauth).is_some() {
+    return Err("The \"oauth\" field must be an object".to_string());
+  }
+  let text = |name: &str| -> ConfigResult<Option<String>> {
+    match field(host, &oauth, name)? {
+      None => Ok(None),
+      Some(v) => host
+        .as_string(&v)
+        .map(Some)
+        .ok_or_else(|| format!("The \"oauth.{name}\" field must be a string")),
+    }
+  };
+  let grant = match text("grantType")?.as_deref() {
+    None | Some("authorization_code") => Grant::AuthorizationCode,
+    Some("client_credentials") => Grant::ClientCredentials,
+    Some(other) => {
+      return Err(format!(
+        "The \"oauth.grantType\" field must be \"authorization_code\" or \"client_credentials\", got {other:?}"
+      ))
+    }
+  };
+  let settings = OAuthSettings {
+    client_id: text("clientId")?,
+    client_secret: text("clientSecret")?,
+    client_metadata_url: text("clientMetadataUrl")?,
+    client_name: text("clientName")?,
+    scope: text("scope")?,
+    redirect_uri: text("redirectUri")?,
+    grant,
+    host_store: field(host, &oauth, "store")?.is_some(),
+  };
+  let has_redirect = field(host, &oauth, "redirect")?.is_some_and(|f| host.is_function(&f));
+  if settings.grant == Grant::AuthorizationCode && !has_redirect {
+    return Err("The \"oauth.redirect\" field must be a function".to_string());
+  }
+  if settings.grant == Grant::ClientCredentials
+    && (settings.client_id.is_none() || settings.client_secret.is_none())
+  {
+    return Err(
+      "The \"oauth.clientId\" and \"oauth.clientSecret\" fields are required for client_credentials"
+        .to_string(),
+    );
+  }
+  if let Some(store) = field(host, &oauth, "store")? {
+    let methods = ["get", "set", "delete"];
+    let complete = methods
+      .iter()
+      .all(|m| host.field(&store, m).is_ok_and(|f| host.is_function(&f)));
+    if !complete {
+      return Err("The \"oauth.store\" field must have get, set and delete methods".to_string());
+    }
+  }
+  Ok(Some(settings))
 }
 
 /// P2: `config.reconnect?.maxRetries ?? 2`, how often a broken stream is resumed.

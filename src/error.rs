@@ -69,6 +69,12 @@ pub enum CoreError {
     message: String,
     code: Option<String>,
   },
+  /// O4: an OAuth step failed; the message names the step and the server's words.
+  #[error("OAuth: {message}")]
+  OAuth {
+    step: crate::oauth::Step,
+    message: String,
+  },
   /// E3: one incoming message was larger than the limit and was discarded.
   #[error("Discarded an incoming message larger than maxMessageBytes ({limit} bytes)")]
   MessageTooLarge { limit: usize },
@@ -79,6 +85,7 @@ impl CoreError {
   pub fn string_code(&self) -> Option<&str> {
     match self {
       CoreError::Spawn { code, .. } => Some(code),
+      CoreError::OAuth { step, .. } => Some(step.code()),
       CoreError::Network {
         code: Some(code), ..
       } => Some(code),

@@ -97,6 +97,11 @@ pub trait Transports: Values {
   /// P6: tells a transport of ours which connection's cached lists its list_changed
   /// notifications make stale; other transports are left alone.
   fn attach_connection(&self, transport: &Self::Value, connection: &Self::Value);
+  /// O1: how long the transport's OAuth flow has waited for the user agent, which the
+  /// connect timeout does not count. Zero for transports without one.
+  fn user_wait(&self, _transport: &Self::Value) -> Duration {
+    Duration::ZERO
+  }
 }
 
 /// A function the host can call: what it resolves with, or what it threw or rejected with.

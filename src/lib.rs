@@ -13,6 +13,8 @@ pub mod error;
 pub(crate) mod fake_host;
 pub mod host;
 pub mod manager;
+pub mod oauth;
+pub mod persist;
 pub mod protocol;
 pub mod runtime;
 pub mod session;

@@ -52,6 +52,11 @@ pub enum Event {
   Stderr(String),
   Error(CoreError),
   Closed,
+  /// O1: the OAuth flow needs the caller's `redirect` or token store.
+  Auth {
+    call: crate::oauth::HostCall,
+    reply: tokio::sync::oneshot::Sender<crate::oauth::HostAnswer>,
+  },
 }
 
 /// Receives events on the I/O threads and hands them to JS in order.

@@ -270,6 +270,22 @@ impl<T: OnJs> Transports for T {
     let js = self.on().js;
     call_if_present(js, transport, "_attachConnection", &[connection.get(js)]);
   }
+
+  fn user_wait(&self, transport: &Held) -> Duration {
+    let js = self.on().js;
+    let object = transport.get(js);
+    if !js
+      .get(object, "_userWaitMs")
+      .is_ok_and(|f| js.is_function(f))
+    {
+      return Duration::ZERO;
+    }
+    call_method(js, object, "_userWaitMs", &[])
+      .ok()
+      .and_then(|ms| js.number_value(ms))
+      .filter(|ms| ms.is_finite() && *ms > 0.0)
+      .map_or(Duration::ZERO, |ms| Duration::from_secs_f64(ms / 1000.0))
+  }
 }
 
 /// Calls `object[method](...args)` when the object has that method (ours do, a caller's own

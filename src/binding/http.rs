@@ -26,11 +26,18 @@ transport_class!(JsHttpTransport);
 impl StartableClass for JsHttpTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
     let host = JsHost::new(js);
+    let config_value = config;
     let config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
+    let side = JsSide::new(js.env)?;
+    if config.oauth.is_some() {
+      if let Ok(oauth) = js.get(config_value, "oauth") {
+        side.borrow_mut().set_auth(oauth);
+      }
+    }
     Ok(JsHttpTransport {
       config,
-      side: JsSide::new(js.env)?,
+      side,
       transport: None,
     })
   }
@@ -88,6 +95,16 @@ impl JsHttpTransport {
       Err(error) => js.rejected(error),
     };
     result.map(JsRaw).map_err(|t| thrown(js, t))
+  }
+
+  /// O1: milliseconds the OAuth flow has waited for the user agent (the connect timeout
+  /// leaves them out). Not part of the typed API.
+  #[napi(js_name = "_userWaitMs", skip_typescript)]
+  pub fn user_wait_ms(&self) -> f64 {
+    self
+      .transport
+      .as_ref()
+      .map_or(0.0, |t| t.user_wait().as_secs_f64() * 1000.0)
   }
 
   /// H8: opens the server's GET event stream and delivers what arrives on it until the

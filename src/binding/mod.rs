@@ -15,4 +15,5 @@ mod manager;
 mod mcp_client;
 pub(crate) mod pump;
 mod stdio;
+mod token_store;
 pub(crate) mod transport_class;

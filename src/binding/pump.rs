@@ -144,6 +144,8 @@ pub struct JsSide {
   backlog: std::collections::VecDeque<Event>,
   /// A setImmediate for the next delivery turn is pending.
   turn_scheduled: bool,
+  /// O1: `config.oauth`, whose `redirect` and `store` the OAuth flow calls.
+  auth: Option<sys::napi_ref>,
   pub session: Option<Arc<Session>>,
 }
 
@@ -170,6 +172,7 @@ impl JsSide {
       connection: None,
       backlog: std::collections::VecDeque::new(),
       turn_scheduled: false,
+      auth: None,
       session: None,
     }));
     // The function holds the side until it is released (with the JS object).
@@ -278,6 +281,17 @@ impl JsSide {
     }
   }
 
+  /// O1: holds `config.oauth` for the flow's host calls.
+  pub fn set_auth(&mut self, oauth: Value) {
+    let js = Js::new(self.env);
+    if let Some(old) = self.auth.take() {
+      js.delete_ref(old);
+    }
+    if js.type_of(oauth) == sys::ValueType::napi_object {
+      self.auth = Some(js.new_ref(oauth, 1));
+    }
+  }
+
   pub fn attach_connection(&mut self, connection: Value) {
     let js = Js::new(self.env);
     if let Some(old) = self.connection.take() {
@@ -356,6 +370,9 @@ impl JsSide {
     }
     if let Some(connection) = self.connection.take() {
       js.delete_ref(connection);
+    }
+    if let Some(auth) = self.auth.take() {
+      js.delete_ref(auth);
     }
     // Out of the queue under its lock first, so no producer can use it afterwards.
     let released = self.pump.queue().tsfn.take();
@@ -638,6 +655,7 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
     Event::Stderr(text) => {
       call_user(js, side, CallbackSlot::Stderr, &[js.string(&text)]);
     }
+    Event::Auth { call, reply } => answer_auth_call(js, side, call, reply),
     Event::Error(error) => {
       call_user(
         js,
@@ -787,6 +805,44 @@ fn answer_server_request(
       }
     }
     session.answer(&id, answer.as_deref());
+  });
+}
+
+/// O1: runs one of the OAuth flow's calls on `config.oauth` (its `redirect`, or its
+/// `store`'s methods) and sends back what it settles with, as JSON.
+fn answer_auth_call(
+  js: Js,
+  side: &Shared,
+  call: crate::oauth::HostCall,
+  reply: tokio::sync::oneshot::Sender<crate::oauth::HostAnswer>,
+) {
+  use crate::host::Values;
+  use crate::oauth::HostCall;
+  let host = JsHost::new(js);
+  let oauth = side.borrow().auth.and_then(|r| js.ref_value(r));
+  let Some(oauth) = oauth else {
+    let _ = reply.send(Err("config.oauth is gone".to_string()));
+    return;
+  };
+  let store = || js.get(oauth, "store").unwrap_or_else(|_| js.undefined());
+  let (target, method, args) = match call {
+    HostCall::Redirect(url) => (oauth, "redirect", vec![js.string(&url)]),
+    HostCall::StoreGet(key) => (store(), "get", vec![js.string(&key)]),
+    HostCall::StoreSet(key, credential) => {
+      let value = js
+        .json_parse(&credential)
+        .unwrap_or_else(|_| js.undefined());
+      (store(), "set", vec![js.string(&key), value])
+    }
+    HostCall::StoreDelete(key) => (store(), "delete", vec![js.string(&key)]),
+  };
+  let pending = host.call_method(&host.hold(target), method, &args);
+  executor::spawn(js, async move {
+    let answer = match pending.await {
+      Ok(value) => host.to_json(&value).map_err(|thrown| host.message(&thrown)),
+      Err(thrown) => Err(host.message(&thrown)),
+    };
+    let _ = reply.send(answer);
   });
 }
 

@@ -11,6 +11,9 @@ use super::handshake::{
   connect_timeout_message, initialize_params, unsupported_version_message, ClientOptions,
   SUPPORTED_PROTOCOL_VERSIONS,
 };
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use crate::host::{Callbacks, Clock, HostFn, Signals, Transports};
 
 /// One `connectToServer` call.
@@ -37,17 +40,23 @@ where
     return Err(reason);
   }
   let deadline = request.timeout.map(|t| (Instant::now() + t, t));
+  let created: Created<H::Value> = Rc::default();
   // C1: once the deadline has passed, its message wins over any other failure (the
   // initialize request's own timeout expires at the same moment).
   let blame = |error: H::Value| match deadline {
-    Some((at, limit)) if Instant::now() >= at => timeout_error(&host, &request.name, limit),
+    Some((at, limit)) if Instant::now() >= at + user_wait(&host, &created) => {
+      timeout_error(&host, &request.name, limit)
+    }
     _ => error,
   };
-  let mut stop = stopped(&host, &request);
+  let mut stop = stopped(&host, &request, created.clone());
 
   let creating = host.create_transport(&request.config);
   let transport = match select(creating, &mut stop).await {
-    Either::Left((Ok(transport), _)) => transport,
+    Either::Left((Ok(transport), _)) => {
+      *created.borrow_mut() = Some(transport.clone());
+      transport
+    }
     Either::Left((Err(error), _)) => return Err(blame(error)),
     Either::Right((reason, creating)) => {
       let closer = host.clone();
@@ -72,10 +81,22 @@ fn timeout_error<H: Transports>(host: &H, name: &str, limit: Duration) -> H::Val
   host.error(&connect_timeout_message(name, limit.as_secs_f64() * 1000.0))
 }
 
-/// Resolves with the error that ends the connect early: the timeout's or the abort's.
+/// The transport, once created: the timeout asks it how long the user kept it waiting.
+type Created<V> = Rc<RefCell<Option<V>>>;
+
+fn user_wait<H: Transports>(host: &H, created: &Created<H::Value>) -> Duration {
+  created
+    .borrow()
+    .as_ref()
+    .map_or(Duration::ZERO, |t| host.user_wait(t))
+}
+
+/// Resolves with the error that ends the connect early: the timeout's or the abort's. The
+/// time an OAuth flow waits for the user agent is not counted (O1).
 fn stopped<'a, H>(
   host: &'a H,
   request: &'a ConnectRequest<H::Value>,
+  created: Created<H::Value>,
 ) -> LocalBoxFuture<'a, H::Value>
 where
   H: Transports + Signals + Clock + Callbacks,
@@ -83,6 +104,15 @@ where
   let timeout: LocalBoxFuture<'a, H::Value> = match request.timeout {
     Some(limit) => Box::pin(async move {
       host.sleep(limit).await;
+      let mut counted = Duration::ZERO;
+      loop {
+        let waited = user_wait(host, &created);
+        if waited <= counted {
+          break;
+        }
+        host.sleep(waited - counted).await;
+        counted = waited;
+      }
       timeout_error(host, &request.name, limit)
     }),
     None => Box::pin(std::future::pending()),

@@ -20,7 +20,7 @@ mod prepare;
 mod reconnect;
 mod state;
 #[cfg(test)]
-mod test_dir;
+pub(crate) mod test_dir;
 #[cfg(test)]
 mod tests;
 pub mod tool_cache;

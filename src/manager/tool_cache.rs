@@ -3,12 +3,12 @@
 
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::persist::{self, now_ms};
 
 const VERSION: u64 = 1;
 const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -53,14 +53,7 @@ impl FileToolCache {
   /// Saves `tools` for `server`, keeping other servers' fresh entries, even those another
   /// process writes at the same time.
   pub fn set(&self, server: &str, config: &Value, tools: &Value) -> io::Result<()> {
-    let dir = match self.path.parent() {
-      Some(dir) if !dir.as_os_str().is_empty() => dir,
-      _ => Path::new("."),
-    };
-    fs::create_dir_all(dir)?;
-    // A sibling lock file, because the cache file itself is replaced by every write.
-    let _lock = lock_exclusive(&dir.join(self.sibling_name(".lock")?))?;
-
+    let _lock = persist::lock(&self.path)?;
     let now = now_ms();
     let mut entries = self.read_entries();
     entries.retain(|_, entry| {
@@ -73,19 +66,7 @@ impl FileToolCache {
       json!({ "configHash": config_hash(config), "savedAt": now, "tools": tools }),
     );
     let payload = serde_json::to_vec(&json!({ "version": VERSION, "entries": entries }))?;
-
-    static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
-    let suffix = format!(
-      ".{}.{}.tmp",
-      std::process::id(),
-      NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
-    );
-    let temp = dir.join(self.sibling_name(&suffix)?);
-    let written = write_synced(&temp, &payload).and_then(|()| fs::rename(&temp, &self.path));
-    if written.is_err() {
-      let _ = fs::remove_file(&temp);
-    }
-    written
+    persist::replace(&self.path, &payload, false)
   }
 
   /// The entries of a well-formed version-1 file; anything else reads as empty.
@@ -110,22 +91,6 @@ impl FileToolCache {
       .get("savedAt")
       .and_then(Value::as_u64)
       .is_some_and(|saved| u128::from(now_ms.saturating_sub(saved)) < self.max_age.as_millis())
-  }
-
-  /// `<file name><suffix>`, for files that live next to the cache file.
-  fn sibling_name(&self, suffix: &str) -> io::Result<OsString> {
-    let mut name = self
-      .path
-      .file_name()
-      .ok_or_else(|| {
-        io::Error::new(
-          io::ErrorKind::InvalidInput,
-          "tool cache path has no file name",
-        )
-      })?
-      .to_os_string();
-    name.push(suffix);
-    Ok(name)
   }
 }
 
@@ -177,36 +142,6 @@ fn write_stable(value: &Value, out: &mut String) {
     }
     scalar => out.push_str(&scalar.to_string()),
   }
-}
-
-/// Holds an exclusive advisory lock (flock on unix) until the returned file is dropped.
-fn lock_exclusive(path: &Path) -> io::Result<File> {
-  let file = OpenOptions::new()
-    .create(true)
-    .truncate(false)
-    .write(true)
-    .open(path)?;
-  match file.lock() {
-    // Where the platform has no such lock, writers race as they would without one.
-    Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok(file),
-    Err(e) => Err(e),
-    Ok(()) => Ok(file),
-  }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-  let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-  file.write_all(bytes)?;
-  // On disk before the rename, so a crash cannot leave an empty or partial cache file.
-  file.sync_all()
-}
-
-fn now_ms() -> u64 {
-  SystemTime::now()
-    .duration_since(UNIX_EPOCH)
-    .map_or(0, |since| {
-      u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-    })
 }
 
 #[cfg(test)]

@@ -9,13 +9,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, Response, Url};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{errno_name, CoreError};
+use crate::oauth::challenge::Challenge;
+use crate::oauth::flow::{Authorizer, Rounds};
+use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::protocol::sse::{SseEvent, SseItem, SseParser};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
@@ -42,6 +45,8 @@ pub struct HttpConfig {
   pub allow_legacy: bool,
   /// P2: how often one broken stream is resumed (`config.reconnect?.maxRetries ?? 2`).
   pub max_resumptions: u32,
+  /// O1: `config.oauth`: challenges are answered by our own OAuth flow.
+  pub oauth: Option<OAuthSettings>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +78,8 @@ struct Shared {
   initialize_params: Mutex<Option<String>>,
   /// P3: one re-initialization at a time; the others wait for it and reuse its session.
   reinitializing: tokio::sync::Mutex<()>,
+  /// O2: the OAuth flow of `config.oauth`.
+  auth: Option<Arc<Authorizer>>,
   runtime: Handle,
 }
 
@@ -121,11 +128,20 @@ impl HttpTransport {
     // timeouts ask for (P4).
     let session = Session::new(
       Arc::new(outbox),
-      events,
+      events.clone(),
       config.timeout,
       runtime.clone(),
       true,
     );
+    let auth = config.oauth.clone().map(|settings| {
+      let host: Arc<dyn AuthHost> = Arc::new(HostThroughEvents(events.clone()));
+      Arc::new(Authorizer::new(
+        settings,
+        config.url.clone(),
+        client.clone(),
+        host,
+      ))
+    });
     let shared = Arc::new(Shared {
       config,
       headers,
@@ -136,6 +152,7 @@ impl HttpTransport {
       listener_opening: Arc::default(),
       initialize_params: Mutex::new(None),
       reinitializing: tokio::sync::Mutex::new(()),
+      auth,
       runtime: runtime.clone(),
     });
     runtime.spawn(dispatch(outgoing, shared.clone(), Arc::downgrade(&session)));
@@ -152,6 +169,11 @@ impl HttpTransport {
 
   pub fn session_id(&self) -> Option<String> {
     self.shared.session_id()
+  }
+
+  /// O1: the time requests have waited for the user agent in the OAuth flow.
+  pub fn user_wait(&self) -> Duration {
+    self.shared.user_wait()
   }
 
   /// H8: the GET listener. `Event::Settled { ticket }` follows when it stops.
@@ -270,14 +292,46 @@ impl Shared {
     // A re-initialization under way replaces the session: wait for the new one.
     drop(self.reinitializing.lock().await);
     let used = self.session_id();
-    let response = self.post(session, url.clone(), frame.clone()).await?;
+    let mut rounds = Rounds::default();
+    let response = self
+      .post_authorized(session, url.clone(), &frame, &mut rounds)
+      .await?;
     if response.status() != reqwest::StatusCode::NOT_FOUND {
       return Ok(response);
     }
     if !self.renew_session(session, &url, used.as_deref()).await {
       return Ok(response);
     }
-    self.post(session, url, frame).await
+    self
+      .post_authorized(session, url, &frame, &mut rounds)
+      .await
+  }
+
+  /// O2: POSTs `frame`; a challenge is answered by the OAuth flow and the frame sent again,
+  /// until it is accepted, refused otherwise, or the flow fails (its error is the answer).
+  async fn post_authorized(
+    &self,
+    session: &Session,
+    url: Url,
+    frame: &str,
+    rounds: &mut Rounds,
+  ) -> Result<Response, CoreError> {
+    loop {
+      let (response, used) = self
+        .post_with_token(session, url.clone(), frame.to_string())
+        .await?;
+      let Some(auth) = &self.auth else {
+        return Ok(response);
+      };
+      let Some(challenge) = auth_challenge(&response) else {
+        return Ok(response);
+      };
+      let status = response.status().as_u16();
+      drop(response);
+      auth
+        .authorize(status, challenge.as_ref(), used.as_deref(), rounds)
+        .await?;
+    }
   }
 
   /// P3: the server no longer knows session `used`; whether a session to retry in exists
@@ -364,16 +418,42 @@ impl Shared {
   }
 
   async fn post(&self, session: &Session, url: Url, frame: String) -> Result<Response, CoreError> {
+    Ok(self.post_with_token(session, url, frame).await?.0)
+  }
+
+  /// A POST with the OAuth token, if any; the token goes back with the answer.
+  async fn post_with_token(
+    &self,
+    session: &Session,
+    url: Url,
+    frame: String,
+  ) -> Result<(Response, Option<String>), CoreError> {
+    let mut headers = self.request_headers(session);
+    let token = self.bearer(&mut headers).await;
     let response = self
       .client()?
       .post(url.clone())
-      .headers(self.request_headers(session))
+      .headers(headers)
       .body(frame)
       .send()
       .await
       .map_err(|e| network_error(&url, &e))?;
     self.capture_session(&response);
-    Ok(response)
+    Ok((response, token))
+  }
+
+  /// O2: `Authorization: Bearer` with the flow's token, over any configured header.
+  async fn bearer(&self, headers: &mut HeaderMap) -> Option<String> {
+    let token = self.auth.as_ref()?.bearer().await?;
+    if let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}")) {
+      headers.insert(AUTHORIZATION, value);
+    }
+    Some(token)
+  }
+
+  /// Request timeouts do not count the time the user spends in the user agent.
+  fn user_wait(&self) -> Duration {
+    self.auth.as_ref().map_or(Duration::ZERO, |a| a.user_wait())
   }
 
   /// Where frames are POSTed; for `type: "sse"` the first call finds out (H11).
@@ -448,6 +528,72 @@ async fn with_timeout<T>(
   }
 }
 
+/// `with_timeout`, with the deadline moved on by whatever `apart()` grew by meanwhile (the
+/// time spent in the user agent during an OAuth flow).
+async fn with_timeout_apart<T>(
+  limit: Option<Duration>,
+  work: impl std::future::Future<Output = T>,
+  apart: impl Fn() -> Duration,
+) -> Result<T, Duration> {
+  let Some(limit) = limit else {
+    return Ok(work.await);
+  };
+  let start_apart = apart();
+  let mut deadline = tokio::time::Instant::now() + limit;
+  let mut counted = Duration::ZERO;
+  tokio::pin!(work);
+  loop {
+    tokio::select! {
+      outcome = &mut work => return Ok(outcome),
+      () = tokio::time::sleep_until(deadline) => {
+        let waited = apart().saturating_sub(start_apart);
+        if waited <= counted {
+          return Err(limit);
+        }
+        deadline += waited - counted;
+        counted = waited;
+      }
+    }
+  }
+}
+
+/// O2: a 401, or a 403 asking for more scopes: the OAuth flow's business. The inner
+/// `None` is a 401 without a readable Bearer challenge.
+fn auth_challenge(response: &Response) -> Option<Option<Challenge>> {
+  let challenge = response
+    .headers()
+    .get_all(reqwest::header::WWW_AUTHENTICATE)
+    .iter()
+    .filter_map(|v| v.to_str().ok())
+    .find_map(Challenge::parse);
+  match response.status().as_u16() {
+    401 => Some(challenge),
+    403
+      if challenge
+        .as_ref()
+        .is_some_and(Challenge::is_insufficient_scope) =>
+    {
+      Some(challenge)
+    }
+    _ => None,
+  }
+}
+
+/// The flow's host calls travel the event queue to the JS thread and back.
+struct HostThroughEvents(Arc<dyn EventSink>);
+
+impl AuthHost for HostThroughEvents {
+  fn call(&self, call: HostCall) -> futures::future::BoxFuture<'static, HostAnswer> {
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    self.0.emit(Event::Auth { call, reply });
+    Box::pin(async move {
+      answer
+        .await
+        .unwrap_or_else(|_| Err("the transport's JavaScript side is gone".to_string()))
+    })
+  }
+}
+
 fn content_type(response: &Response) -> String {
   response
     .headers()
@@ -473,7 +619,7 @@ async fn send_notification(
     }
     Err(http_error(response, false, shared.config.max_message_bytes).await)
   };
-  with_timeout(timeout, exchange)
+  with_timeout_apart(timeout, exchange, || shared.user_wait())
     .await
     .map_err(CoreError::NotifyTimeout)?
 }
@@ -491,30 +637,34 @@ async fn send_request(
   let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
   // Phase 1 (T7 "Request timeout"): the POST, and a JSON body.
   shared.note_initialize(&frame);
-  let phase = with_timeout(timeout, async {
-    shared.listener_opened().await;
-    let response = post_with_legacy_probe(shared, session, frame).await?;
-    if !response.status().is_success() {
-      return Err(http_error(response, true, shared.config.max_message_bytes).await);
-    }
-    let kind = content_type(&response);
-    if kind.starts_with("text/event-stream") {
-      return Ok(Some(response));
-    }
-    if matches!(*shared.mode.lock().await, Mode::Legacy { .. }) {
-      // H11: the answer arrives on the legacy stream.
-      cancel.cancelled().await;
-      return Ok(None);
-    }
-    // H5: anything else is read as JSON, as the agent does.
-    let body = read_body(response, shared.config.max_message_bytes).await?;
-    let text = String::from_utf8_lossy(&body);
-    if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
-      return Err(CoreError::InvalidJson(text.into_owned()));
-    }
-    session.handle_frame(&text);
-    Ok(None)
-  })
+  let phase = with_timeout_apart(
+    timeout,
+    async {
+      shared.listener_opened().await;
+      let response = post_with_legacy_probe(shared, session, frame).await?;
+      if !response.status().is_success() {
+        return Err(http_error(response, true, shared.config.max_message_bytes).await);
+      }
+      let kind = content_type(&response);
+      if kind.starts_with("text/event-stream") {
+        return Ok(Some(response));
+      }
+      if matches!(*shared.mode.lock().await, Mode::Legacy { .. }) {
+        // H11: the answer arrives on the legacy stream.
+        cancel.cancelled().await;
+        return Ok(None);
+      }
+      // H5: anything else is read as JSON, as the agent does.
+      let body = read_body(response, shared.config.max_message_bytes).await?;
+      let text = String::from_utf8_lossy(&body);
+      if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+        return Err(CoreError::InvalidJson(text.into_owned()));
+      }
+      session.handle_frame(&text);
+      Ok(None)
+    },
+    || shared.user_wait(),
+  )
   .await;
   let stream = match phase {
     Err(limit) => return session.time_out(id, CoreError::RequestTimeout(limit)),
@@ -556,8 +706,9 @@ async fn post_with_legacy_probe(
     drop(mode);
     return shared.post_in_session(session, url, frame).await;
   }
+  let mut rounds = Rounds::default();
   let response = shared
-    .post(session, shared.config.url.clone(), frame.clone())
+    .post_authorized(session, shared.config.url.clone(), &frame, &mut rounds)
     .await?;
   let status = response.status().as_u16();
   let rejected_post = (400..500).contains(&status) && status != 401 && status != 403;
@@ -734,6 +885,7 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     Err(error) => return Opened::Failed(error),
   };
   let mut headers = listener_headers(shared, session);
+  shared.bearer(&mut headers).await;
   if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
     headers.insert(LAST_EVENT_ID_HEADER, value);
   }

@@ -3,7 +3,7 @@
 //! the manager object itself (its possibly overridden methods, W1), its options, the tool
 //! cache, the auth storage.
 mod class;
-mod tool_cache;
+pub(crate) mod tool_cache;
 mod tools;
 
 use std::cell::{Cell, RefCell};

@@ -20,7 +20,7 @@ pub struct JsFileToolCache {
 }
 
 /// A JS value as JSON (`undefined` fields dropped, as `JSON.stringify` does).
-fn json_of(js: Js, value: Value) -> Option<serde_json::Value> {
+pub(crate) fn json_of(js: Js, value: Value) -> Option<serde_json::Value> {
   crate::host::json_of(&JsHost::new(js), &Held::new(js, value))
     .ok()
     .flatten()
@@ -36,7 +36,7 @@ fn entry_key(js: Js, server: JsArg, config: JsArg) -> Result<(String, serde_json
   Ok((server, config))
 }
 
-fn runtime_failure(js: Js) -> Held {
+pub(crate) fn runtime_failure(js: Js) -> Held {
   Held::new(
     js,
     js.error(ErrorKind::Error, "The async runtime could not start"),

@@ -1,0 +1,47 @@
+// SPEC-PROTOCOL O1–O3 on Bun (the agent runs on Bun): the flow's host calls (redirect, a
+// caller's store) cross Bun's event loop, timers leave the user's wait out, and
+// FileTokenStore writes a private file, as the Vitest suite checks on Node.
+import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startOAuthFixture } from "../fixtures/oauth-server";
+
+setDefaultTimeout(20_000);
+const require = createRequire(import.meta.url);
+const native: typeof import("../../index.js") = require("../../index.js");
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((f) => f()));
+});
+
+describe("OAuth on Bun", () => {
+  it("O2/O3: the flow, a refresh on 401, and FileTokenStore reused by a new client", async () => {
+    const f = await startOAuthFixture();
+    cleanups.push(f.close);
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-bun-tokens-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, "tokens.json");
+    let opened = 0;
+    const oauth = {
+      // The user takes longer than the timeout: it must not count.
+      redirect: async (url: string) => (opened++, await Bun.sleep(400), f.redirect(url)),
+      store: new native.FileTokenStore(path),
+    };
+    const first = await native.MCPClient.connect("bun-oauth", { type: "http", url: f.url, timeout: 250, oauth } as any);
+    cleanups.push(() => first.close());
+    const text = async (client: any) => (await client.callTool("whoami", {})).content[0].text;
+    expect(await text(first)).toBe(`client-1 via ${f.base}/as`);
+    f.revoke();
+    expect(await text(first)).toBe(`client-1 via ${f.base}/as`);
+    expect(f.tokenRequests.map((t) => t.grant)).toEqual(["authorization_code", "refresh_token"]);
+    await first.close();
+    const second = await native.MCPClient.connect("bun-oauth", { type: "http", url: f.url, oauth } as any);
+    cleanups.push(() => second.close());
+    expect(await text(second)).toBe(`client-1 via ${f.base}/as`);
+    expect(opened).toBe(1);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+});

@@ -1,0 +1,271 @@
+// SPEC-PROTOCOL O1–O4: our OAuth flow against the fixture authorization server on 127.0.0.1,
+// for what the conformance suite (`npm run conformance`) does not cover.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startOAuthFixture, type OAuthFixtureOptions } from "./fixtures/oauth-server";
+import { native } from "./helpers";
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((f) => f()));
+});
+
+async function fixture(options: OAuthFixtureOptions = {}) {
+  const f = await startOAuthFixture(options);
+  cleanups.push(f.close);
+  return f;
+}
+
+async function connect(config: Record<string, unknown>) {
+  const client = await native.MCPClient.connect("oauth", { type: "http", ...config } as any);
+  cleanups.push(() => client.close());
+  return client;
+}
+
+/** A store of its own per test, so no credential leaks between tests. */
+function memoryStore() {
+  const entries = new Map<string, unknown>();
+  return {
+    entries,
+    get: async (key: string) => entries.get(key) as any,
+    set: async (key: string, value: unknown) => void entries.set(key, value),
+    delete: async (key: string) => void entries.delete(key),
+  };
+}
+
+const whoami = async (client: any) => (await client.callTool("whoami", {})).content[0].text;
+
+describe("O1/O2 the authorization-code flow", () => {
+  it("O2: discovers, registers (SEP-837), sends PKCE S256, state and resource, then retries with the token", async () => {
+    const f = await fixture({ scope: "mcp:tools" });
+    const opened: string[] = [];
+    const client = await connect({
+      url: f.url,
+      oauth: {
+        redirect: async (url: string) => (opened.push(url), f.redirect(url)),
+        redirectUri: "http://127.0.0.1:8123/callback",
+        clientName: "oauth test",
+        store: memoryStore(),
+      },
+    });
+    expect(await whoami(client)).toBe(`client-1 via ${f.base}/as`);
+    expect(opened).toHaveLength(1);
+    expect(f.registrations).toEqual([
+      expect.objectContaining({
+        client_name: "oauth test",
+        redirect_uris: ["http://127.0.0.1:8123/callback"],
+        application_type: "native",
+        token_endpoint_auth_method: "none",
+      }),
+    ]);
+    const [authorization] = f.authorizations;
+    expect(authorization).toMatchObject({
+      response_type: "code",
+      client_id: "client-1",
+      code_challenge_method: "S256",
+      resource: f.url,
+      scope: "mcp:tools",
+    });
+    expect(authorization.state).toMatch(/^[\w-]{43}$/);
+    expect(f.tokenRequests.map((t) => t.grant)).toEqual(["authorization_code"]);
+    // The first POST went without a token, every one after the flow with it.
+    expect(f.mcpRequests[0]).toEqual({ method: "initialize", authorization: undefined });
+    expect(f.mcpRequests.slice(1).every((r) => r.authorization?.startsWith("Bearer at-"))).toBe(true);
+  });
+
+  it("O1: config.oauth is checked: redirect is required, store needs its methods", async () => {
+    const f = await fixture();
+    await expect(native.createHttpTransport({ type: "http", url: f.url, oauth: {} } as any)).rejects.toThrow(
+      new TypeError('The "oauth.redirect" field must be a function'),
+    );
+    await expect(
+      native.createHttpTransport({ type: "http", url: f.url, oauth: { redirect: f.redirect, store: {} } } as any),
+    ).rejects.toThrow(new TypeError('The "oauth.store" field must have get, set and delete methods'));
+  });
+
+  it("O1: the time spent in the user agent does not count against the request timeout", async () => {
+    const f = await fixture();
+    const client = await connect({
+      url: f.url,
+      timeout: 300,
+      oauth: {
+        redirect: async (url: string) => (await new Promise((r) => setTimeout(r, 600)), f.redirect(url)),
+        store: memoryStore(),
+      },
+    });
+    expect(await whoami(client)).toBe(`client-1 via ${f.base}/as`);
+  });
+
+  it("O5: client_credentials with a pre-registered client (client_secret_basic)", async () => {
+    const f = await fixture();
+    f.preRegister("machine", "machine-secret");
+    const client = await connect({
+      url: f.url,
+      oauth: { grantType: "client_credentials", clientId: "machine", clientSecret: "machine-secret", store: memoryStore() },
+    });
+    expect(await whoami(client)).toBe(`machine via ${f.base}/as`);
+    expect(f.authorizations).toEqual([]);
+    const [request] = f.tokenRequests;
+    expect(request.grant).toBe("client_credentials");
+    expect(request.authorization).toBe(`Basic ${Buffer.from("machine:machine-secret").toString("base64")}`);
+    expect(request.form.resource).toBe(f.url);
+  });
+});
+
+describe("O3 tokens", () => {
+  it("O3: a token about to expire is refreshed before it is sent", async () => {
+    const f = await fixture({ lifetime: 2 });
+    const client = await connect({ url: f.url, oauth: { redirect: f.redirect, store: memoryStore() } });
+    await whoami(client);
+    // 2 s lifetime: refreshed once a tenth of it (0.2 s) is left.
+    await new Promise((r) => setTimeout(r, 1900));
+    await whoami(client);
+    expect(f.tokenRequests.map((t) => t.grant)).toEqual(["authorization_code", "refresh_token"]);
+    expect(f.authorizations).toHaveLength(1);
+    expect(f.mcpRequests.filter((r) => r.authorization === undefined)).toHaveLength(1);
+  });
+
+  it("O3: a 401 is answered with one refresh, shared by concurrent requests", async () => {
+    const f = await fixture();
+    const client = await connect({ url: f.url, oauth: { redirect: f.redirect, store: memoryStore() } });
+    await whoami(client);
+    f.revoke();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => whoami(client)));
+    expect(new Set(answers)).toEqual(new Set([`client-1 via ${f.base}/as`]));
+    expect(f.tokenRequests.map((t) => t.grant)).toEqual(["authorization_code", "refresh_token"]);
+    expect(f.authorizations).toHaveLength(1);
+  });
+
+  it("O3: a refused refresh clears the tokens and runs the whole flow again", async () => {
+    const f = await fixture();
+    const store = memoryStore();
+    const client = await connect({ url: f.url, oauth: { redirect: f.redirect, store } });
+    await whoami(client);
+    f.revoke(true);
+    expect(await whoami(client)).toBe(`client-1 via ${f.base}/as`);
+    expect(f.tokenRequests.map((t) => t.grant)).toEqual(["authorization_code", "refresh_token", "authorization_code"]);
+    // The registration is kept: one client, two authorizations.
+    expect(f.registrations).toHaveLength(1);
+    expect(f.authorizations).toHaveLength(2);
+  });
+
+  it("O3: a refresh that fails for a passing reason fails the request, and says so", async () => {
+    const f = await fixture({ refreshFailure: "server_error" });
+    const client = await connect({ url: f.url, oauth: { redirect: f.redirect, store: memoryStore() } });
+    await whoami(client);
+    f.revoke();
+    const error: any = await client.callTool("whoami", {}).catch((e: unknown) => e);
+    expect(error.message).toBe("OAuth: token refresh failed: temporarily_unavailable");
+    expect(error.code).toBe("OAUTH_REFRESH");
+  });
+
+  it("O3: a new authorization server means a new registration; nothing of the old one is reused", async () => {
+    const f = await fixture();
+    const store = memoryStore();
+    const client = await connect({ url: f.url, oauth: { redirect: f.redirect, store } });
+    expect(await whoami(client)).toBe(`client-1 via ${f.base}/as`);
+    f.moveIssuer("/as2");
+    expect(await whoami(client)).toBe(`client-2 via ${f.base}/as2`);
+    expect(f.registrations).toHaveLength(2);
+    expect(f.authorizations.map((a) => a.client_id)).toEqual(["client-1", "client-2"]);
+    expect([...store.entries.values()]).toEqual([expect.objectContaining({ issuer: `${f.base}/as2`, resource: f.url })]);
+  });
+
+  it("O3: FileTokenStore keeps the credential across processes, in a file only its owner can read", async () => {
+    const f = await fixture();
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-tokens-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, "tokens.json");
+    const script = `
+      const { MCPClient, FileTokenStore } = require(${JSON.stringify(join(__dirname, "..", "index.js"))});
+      let opened = 0;
+      const redirect = async (url) => {
+        opened++;
+        const r = await fetch(url, { redirect: "manual" });
+        return new URL(r.headers.get("location"), url).toString();
+      };
+      (async () => {
+        const client = await MCPClient.connect("oauth", { type: "http", url: process.argv[1], oauth: { redirect, store: new FileTokenStore(process.argv[2]) } });
+        const result = await client.callTool("whoami", {});
+        await client.close();
+        console.log(JSON.stringify({ opened, text: result.content[0].text }));
+      })().catch((e) => { console.error(e); process.exit(1); });`;
+    // Asynchronously: the fixture server runs in this process.
+    const run = async () => {
+      const child = await promisify(execFile)(process.execPath, ["-e", script, f.url, path], { timeout: 20_000 });
+      expect(child.stderr).toBe("");
+      return JSON.parse(child.stdout);
+    };
+    expect(await run()).toEqual({ opened: 1, text: `client-1 via ${f.base}/as` });
+    expect(await run()).toEqual({ opened: 0, text: `client-1 via ${f.base}/as` });
+    expect(f.registrations).toHaveLength(1);
+    if (process.platform !== "win32") expect(statSync(path).mode & 0o777).toBe(0o600);
+    const saved = JSON.parse(readFileSync(path, "utf8"));
+    expect(Object.keys(saved.entries)).toEqual([f.url]);
+    const store = new native.FileTokenStore(path);
+    await expect(store.get(f.url)).resolves.toMatchObject({ issuer: `${f.base}/as`, client: { clientId: "client-1" } });
+    await store.delete(f.url);
+    await expect(store.get(f.url)).resolves.toBeUndefined();
+  });
+});
+
+describe("O4 errors", () => {
+  it("O4: a failing token endpoint rejects the request with OAUTH_TOKEN and the server's words, no secret", async () => {
+    const f = await fixture({ codeFailure: "server_error" });
+    f.preRegister("known", "s3cret-value");
+    const errors: Error[] = [];
+    const transport = await native.createHttpTransport({
+      type: "http",
+      url: f.url,
+      oauth: { redirect: f.redirect, clientId: "known", clientSecret: "s3cret-value", store: memoryStore() },
+    } as any);
+    cleanups.push(() => transport.close());
+    transport.onError = (e) => errors.push(e);
+    const error: any = await transport.request("tools/list", {}).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toBe("OAuth: token request failed: server_error: token endpoint is down");
+    expect(error.code).toBe("OAUTH_TOKEN");
+    expect(JSON.stringify({ m: error.message, s: error.stack, errors: errors.map(String) })).not.toContain("s3cret");
+  });
+
+  it("O4: a slow token endpoint counts against the request timeout", async () => {
+    const f = await fixture({ tokenDelay: 800 });
+    const transport = await native.createHttpTransport({
+      type: "http",
+      url: f.url,
+      timeout: 300,
+      oauth: { redirect: f.redirect, store: memoryStore() },
+    } as any);
+    cleanups.push(() => transport.close());
+    await expect(transport.request("tools/list", {})).rejects.toThrow("Request timeout after 300ms");
+  });
+
+  it("O4: a callback with another state, a failing redirect, and no way to register", async () => {
+    const f = await fixture();
+    const attempt = async (oauth: Record<string, unknown>) => {
+      const t = await native.createHttpTransport({ type: "http", url: f.url, oauth: { store: memoryStore(), ...oauth } } as any);
+      cleanups.push(() => t.close());
+      return t.request("tools/list", {}).catch((e: any) => ({ message: e.message, code: e.code }));
+    };
+    const forged = async (url: string) => (await f.redirect(url)).replace(/state=[^&]+/, "state=forged");
+    await expect(attempt({ redirect: forged })).resolves.toEqual({
+      message: "OAuth: authorization failed: the callback's state does not match the request's",
+      code: "OAUTH_AUTHORIZATION",
+    });
+    await expect(attempt({ redirect: async () => Promise.reject(new Error("the user closed the window")) })).resolves.toEqual({
+      message: "OAuth: authorization failed: redirect() failed: the user closed the window",
+      code: "OAUTH_AUTHORIZATION",
+    });
+    const closed = await fixture({ registration: false });
+    const t = await native.createHttpTransport({ type: "http", url: closed.url, oauth: { redirect: closed.redirect, store: memoryStore() } } as any);
+    cleanups.push(() => t.close());
+    await expect(t.request("tools/list", {}).catch((e: any) => ({ message: e.message, code: e.code }))).resolves.toEqual({
+      message: `OAuth: client registration failed: ${closed.base}/as offers no dynamic client registration; configure a clientId`,
+      code: "OAUTH_REGISTRATION",
+    });
+  });
+});

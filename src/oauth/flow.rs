@@ -1,0 +1,812 @@
+//! O2/O3: one server's authorization, shared by every request of its transport.
+//!
+//! A request sends `bearer()`'s token. When the answer is a challenge, `authorize()` either
+//! sees that another request already replaced the token, refreshes it, or runs the whole
+//! flow: discovery, client identity, the user agent's round trip and the token request. One
+//! of these runs at a time (the state lock), so concurrent requests share one refresh or
+//! one flow.
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use super::callback::authorization_code;
+use super::challenge::Challenge;
+use super::credential::{self, Client, Credential, Tokens};
+use super::discovery;
+use super::metadata::{
+  ErrorResponse, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
+};
+use super::pkce;
+use super::store;
+use super::{AuthHost, Grant, HostCall, OAuthSettings, Step};
+use crate::error::CoreError;
+use crate::persist::now_ms;
+
+/// O2: authorization rounds one request may run before it gives up.
+pub const MAX_ROUNDS: u32 = 3;
+/// Metadata, registration and token answers are small; anything larger is refused.
+const BODY_LIMIT: usize = 1 << 20;
+/// After a refresh that failed for a passing reason, how long the old token is used again
+/// before the next refresh attempt.
+const REFRESH_RETRY: Duration = Duration::from_secs(5);
+
+fn oauth(step: Step, message: impl Into<String>) -> CoreError {
+  CoreError::OAuth {
+    step,
+    message: message.into(),
+  }
+}
+
+/// What one request has spent of its authorization attempts.
+#[derive(Debug, Default)]
+pub struct Rounds {
+  authorizations: u32,
+  refreshed: bool,
+}
+
+/// The token headers read without waiting: published after every change of state.
+#[derive(Default)]
+struct Current {
+  loaded: bool,
+  token: Option<String>,
+  /// Milliseconds since the epoch after which `bearer()` refreshes first.
+  refresh_at: Option<u64>,
+}
+
+#[derive(Default)]
+struct State {
+  loaded: bool,
+  credential: Option<Credential>,
+}
+
+/// What discovery found for the server.
+struct Context {
+  resource: String,
+  metadata: ServerMetadata,
+  resource_scopes: Option<Vec<String>>,
+}
+
+pub struct Authorizer {
+  settings: OAuthSettings,
+  server: Url,
+  /// The store key: the server's canonical URI.
+  key: String,
+  http: reqwest::Client,
+  host: Arc<dyn AuthHost>,
+  state: tokio::sync::Mutex<State>,
+  current: Mutex<Current>,
+  /// Time spent waiting for the user agent, which the request timeouts do not count.
+  waited: Mutex<(Duration, Option<Instant>)>,
+}
+
+enum Refresh {
+  /// The authorization server refused the refresh token: it is gone, start over.
+  Refused,
+  Failed(CoreError),
+}
+
+impl Authorizer {
+  pub fn new(
+    settings: OAuthSettings,
+    server: Url,
+    http: reqwest::Client,
+    host: Arc<dyn AuthHost>,
+  ) -> Self {
+    Authorizer {
+      key: discovery::canonical_resource(&server),
+      settings,
+      server,
+      http,
+      host,
+      state: tokio::sync::Mutex::default(),
+      current: Mutex::default(),
+      waited: Mutex::default(),
+    }
+  }
+
+  /// How long the user agent has kept requests waiting so far (a wait under way included).
+  pub fn user_wait(&self) -> Duration {
+    let Ok(waited) = self.waited.lock() else {
+      return Duration::ZERO;
+    };
+    waited.0 + waited.1.map_or(Duration::ZERO, |since| since.elapsed())
+  }
+
+  /// The access token to send, if there is one: the stored credential is read first, and
+  /// a token about to expire is refreshed (O3).
+  pub async fn bearer(&self) -> Option<String> {
+    if let Some(token) = self.ready_token(now_ms()) {
+      return token;
+    }
+    let mut state = self.state.lock().await;
+    self.load(&mut state).await;
+    let due = state
+      .credential
+      .as_ref()
+      .and_then(|c| c.tokens.as_ref())
+      .is_some_and(|t| t.refresh_token.is_some() && t.due_for_refresh(now_ms()));
+    if due {
+      match self.refresh(&mut state).await {
+        Ok(()) | Err(Refresh::Refused) => self.publish(&state, None),
+        Err(Refresh::Failed(_)) => {
+          let retry = now_ms() + REFRESH_RETRY.as_millis() as u64;
+          self.publish(&state, Some(retry));
+        }
+      }
+    } else {
+      self.publish(&state, None);
+    }
+    token_of(&state)
+  }
+
+  /// O2/O3: answers a challenge (`status` 401, or 403 `insufficient_scope`) to a request
+  /// that sent `used`. `Ok` means: send the request again.
+  ///
+  /// # Errors
+  /// O4: the step that failed, or the rounds running out.
+  pub async fn authorize(
+    &self,
+    status: u16,
+    challenge: Option<&Challenge>,
+    used: Option<&str>,
+    rounds: &mut Rounds,
+  ) -> Result<(), CoreError> {
+    let mut state = self.state.lock().await;
+    self.load(&mut state).await;
+    if status == 401 {
+      let current = token_of(&state);
+      // Another request replaced the token this one was sent with while it waited.
+      if current.is_some() && current.as_deref() != used {
+        return Ok(());
+      }
+      let refreshable = state
+        .credential
+        .as_ref()
+        .and_then(|c| c.tokens.as_ref())
+        .is_some_and(|t| t.refresh_token.is_some());
+      if refreshable && !rounds.refreshed {
+        rounds.refreshed = true;
+        match self.refresh(&mut state).await {
+          Ok(()) => {
+            self.publish(&state, None);
+            return Ok(());
+          }
+          Err(Refresh::Refused) => {}
+          Err(Refresh::Failed(error)) => return Err(error),
+        }
+      }
+    }
+    if rounds.authorizations >= MAX_ROUNDS {
+      return Err(oauth(
+        Step::Authorization,
+        format!(
+          "authorization failed after {MAX_ROUNDS} attempts: {}",
+          describe_challenge(status, challenge)
+        ),
+      ));
+    }
+    rounds.authorizations += 1;
+    let result = self.run_flow(&mut state, challenge).await;
+    self.publish(&state, None);
+    result
+  }
+
+  fn ready_token(&self, now: u64) -> Option<Option<String>> {
+    let current = self.current.lock().ok()?;
+    if !current.loaded || current.refresh_at.is_some_and(|at| now >= at) {
+      return None;
+    }
+    Some(current.token.clone())
+  }
+
+  fn publish(&self, state: &State, refresh_at: Option<u64>) {
+    let tokens = state.credential.as_ref().and_then(|c| c.tokens.as_ref());
+    let refresh_at = refresh_at.or_else(|| {
+      tokens
+        .filter(|t| t.refresh_token.is_some())
+        .and_then(Tokens::refresh_at)
+    });
+    if let Ok(mut current) = self.current.lock() {
+      *current = Current {
+        loaded: true,
+        token: tokens.map(|t| t.access_token.clone()),
+        refresh_at,
+      };
+    }
+  }
+
+  async fn load(&self, state: &mut State) {
+    if state.loaded {
+      return;
+    }
+    state.loaded = true;
+    let text = if self.settings.host_store {
+      self
+        .host
+        .call(HostCall::StoreGet(self.key.clone()))
+        .await
+        .ok()
+        .flatten()
+    } else {
+      store::memory_get(&self.key)
+    };
+    state.credential = text.and_then(|t| serde_json::from_str::<Credential>(&t).ok());
+  }
+
+  async fn save(&self, state: &mut State, credential: Option<Credential>) {
+    state.credential = credential;
+    let text = state
+      .credential
+      .as_ref()
+      .and_then(|c| serde_json::to_string(c).ok());
+    // A store that cannot keep the credential costs a new flow next time, not this request.
+    match (self.settings.host_store, text) {
+      (true, Some(text)) => {
+        let _ = self
+          .host
+          .call(HostCall::StoreSet(self.key.clone(), text))
+          .await;
+      }
+      (true, None) => {
+        let _ = self
+          .host
+          .call(HostCall::StoreDelete(self.key.clone()))
+          .await;
+      }
+      (false, Some(text)) => store::memory_set(&self.key, text),
+      (false, None) => store::memory_delete(&self.key),
+    }
+  }
+
+  /// O3: the refresh grant. A refusal clears the credential's tokens (the client
+  /// registration stays).
+  async fn refresh(&self, state: &mut State) -> Result<(), Refresh> {
+    let Some(mut credential) = state.credential.clone() else {
+      return Err(Refresh::Refused);
+    };
+    let Some(refresh_token) = credential
+      .tokens
+      .as_ref()
+      .and_then(|t| t.refresh_token.clone())
+    else {
+      return Err(Refresh::Refused);
+    };
+    let form = vec![
+      ("grant_type", "refresh_token".to_string()),
+      ("refresh_token", refresh_token.clone()),
+      ("resource", credential.resource.clone()),
+    ];
+    match self
+      .token_request(&credential.token_endpoint, &credential.client, form)
+      .await
+    {
+      Ok(mut tokens) => {
+        // RFC 6749 §6: a new refresh token is optional; the old one stays valid then.
+        tokens.refresh_token.get_or_insert(refresh_token);
+        credential.tokens = Some(tokens);
+        self.save(state, Some(credential)).await;
+        Ok(())
+      }
+      Err(TokenFailure::Refused(_)) => {
+        credential.tokens = None;
+        self.save(state, Some(credential)).await;
+        Err(Refresh::Refused)
+      }
+      Err(TokenFailure::Failed(why)) => Err(Refresh::Failed(oauth(
+        Step::Refresh,
+        format!("token refresh failed: {why}"),
+      ))),
+    }
+  }
+
+  /// O2: discovery, client identity, then the grant; the credential is stored.
+  async fn run_flow(
+    &self,
+    state: &mut State,
+    challenge: Option<&Challenge>,
+  ) -> Result<(), CoreError> {
+    let context = self.discover(challenge).await?;
+    let issuer = context.metadata.issuer.clone();
+    // O3: never reused with another authorization server.
+    let previous = state
+      .credential
+      .take()
+      .filter(|c| c.issuer == issuer && c.resource == context.resource);
+    let client = self.client(previous.as_ref(), &context).await?;
+    let previous_scopes = previous.map(|c| c.scopes).unwrap_or_default();
+    let scopes = credential::select_scopes(
+      &previous_scopes,
+      challenge.and_then(|c| c.scope.as_deref()),
+      self.settings.scope.as_deref(),
+      context.resource_scopes.as_deref(),
+      context.metadata.advertises_scope("offline_access"),
+    );
+    let tokens = match self.settings.grant {
+      Grant::AuthorizationCode => self.authorization_code(&context, &client, &scopes).await?,
+      Grant::ClientCredentials => {
+        let mut form = vec![
+          ("grant_type", "client_credentials".to_string()),
+          ("resource", context.resource.clone()),
+        ];
+        if !scopes.is_empty() {
+          form.push(("scope", scopes.join(" ")));
+        }
+        self
+          .token_request(&context.metadata.token_endpoint, &client, form)
+          .await
+          .map_err(|f| {
+            oauth(
+              Step::Token,
+              format!("token request failed: {}", f.describe()),
+            )
+          })?
+      }
+    };
+    let credential = Credential {
+      issuer,
+      resource: context.resource,
+      token_endpoint: context.metadata.token_endpoint,
+      client,
+      tokens: Some(tokens),
+      scopes,
+    };
+    self.save(state, Some(credential)).await;
+    Ok(())
+  }
+
+  /// RFC 9728 then RFC 8414 / OpenID discovery, in the spec's order.
+  async fn discover(&self, challenge: Option<&Challenge>) -> Result<Context, CoreError> {
+    let hint = challenge.and_then(|c| c.resource_metadata.as_deref());
+    let mut found: Option<ResourceMetadata> = None;
+    for url in discovery::resource_metadata_urls(&self.server, hint) {
+      if let Ok(Some(metadata)) = self.get_json::<ResourceMetadata>(&url).await {
+        found = Some(metadata);
+        break;
+      }
+    }
+    let (resource, issuer, resource_scopes, legacy) = match found {
+      Some(metadata) => {
+        let resource = match metadata.resource {
+          Some(resource) if !discovery::resource_covers(&resource, &self.server) => {
+            return Err(oauth(
+              Step::Discovery,
+              format!(
+                "protected resource metadata discovery failed: the metadata is for {resource}, not for {}",
+                self.key
+              ),
+            ));
+          }
+          Some(resource) => resource,
+          None => self.key.clone(),
+        };
+        let issuer = metadata
+          .authorization_servers
+          .into_iter()
+          .next()
+          .ok_or_else(|| {
+            oauth(
+              Step::Discovery,
+              "protected resource metadata discovery failed: it names no authorization server",
+            )
+          })?;
+        (resource, issuer, metadata.scopes_supported, false)
+      }
+      // 2025-03-26 servers: no resource metadata, the server's origin authorizes.
+      None => (
+        self.key.clone(),
+        discovery::origin_issuer(&self.server),
+        None,
+        true,
+      ),
+    };
+    let metadata = self.server_metadata(&issuer, legacy).await?;
+    if self.settings.grant == Grant::AuthorizationCode && !metadata.supports_s256() {
+      return Err(oauth(
+        Step::Metadata,
+        format!(
+          "authorization server metadata discovery failed: {issuer} does not offer PKCE with S256"
+        ),
+      ));
+    }
+    Ok(Context {
+      resource,
+      metadata,
+      resource_scopes,
+    })
+  }
+
+  async fn server_metadata(&self, issuer: &str, legacy: bool) -> Result<ServerMetadata, CoreError> {
+    let failed = |why: String| {
+      oauth(
+        Step::Metadata,
+        format!("authorization server metadata discovery failed: {why}"),
+      )
+    };
+    let issuer_url = Url::parse(issuer).map_err(|_| failed(format!("{issuer:?} is not a URL")))?;
+    for url in discovery::authorization_server_metadata_urls(&issuer_url) {
+      match self.get_json::<ServerMetadata>(&url).await {
+        Ok(Some(metadata)) => {
+          // RFC 8414 §3.3: compared as strings, no normalisation.
+          if metadata.issuer != issuer {
+            return Err(failed(format!(
+              "the metadata at {url} names issuer {}, not {issuer}",
+              metadata.issuer
+            )));
+          }
+          return Ok(metadata);
+        }
+        Ok(None) | Err(_) => continue,
+      }
+    }
+    if legacy {
+      return Ok(ServerMetadata::legacy_defaults(issuer));
+    }
+    Err(failed(format!("no metadata found for {issuer}")))
+  }
+
+  /// O2 client identity: pre-registered, else a Client ID Metadata Document where the server
+  /// accepts one, else the registration made before with this server, else a new one.
+  async fn client(
+    &self,
+    previous: Option<&Credential>,
+    context: &Context,
+  ) -> Result<Client, CoreError> {
+    let supported = context
+      .metadata
+      .token_endpoint_auth_methods_supported
+      .as_deref();
+    if let Some(client_id) = &self.settings.client_id {
+      let secret = self.settings.client_secret.clone();
+      return Ok(Client {
+        client_id: client_id.clone(),
+        auth_method: credential::auth_method(None, secret.is_some(), supported),
+        client_secret: secret,
+        registered: false,
+      });
+    }
+    if let Some(url) = &self.settings.client_metadata_url {
+      if context.metadata.client_id_metadata_document_supported == Some(true) {
+        return Ok(Client {
+          client_id: url.clone(),
+          client_secret: None,
+          auth_method: "none".to_string(),
+          registered: false,
+        });
+      }
+    }
+    if let Some(client) = previous.map(|c| &c.client).filter(|c| c.registered) {
+      return Ok(client.clone());
+    }
+    self.register(context).await
+  }
+
+  /// RFC 7591 dynamic registration, with SEP-837's `application_type`.
+  async fn register(&self, context: &Context) -> Result<Client, CoreError> {
+    let failed = |why: String| {
+      oauth(
+        Step::Registration,
+        format!("client registration failed: {why}"),
+      )
+    };
+    let Some(endpoint) = &context.metadata.registration_endpoint else {
+      return Err(failed(format!(
+        "{} offers no dynamic client registration; configure a clientId",
+        context.metadata.issuer
+      )));
+    };
+    let redirect_uri = self.redirect_uri();
+    let supported = context
+      .metadata
+      .token_endpoint_auth_methods_supported
+      .as_deref();
+    let method = credential::registration_auth_method(supported);
+    let grant_types: &[&str] = match self.settings.grant {
+      Grant::AuthorizationCode => &["authorization_code", "refresh_token"],
+      Grant::ClientCredentials => &["client_credentials"],
+    };
+    let body = serde_json::json!({
+      "client_name": self.settings.client_name.as_deref().unwrap_or(super::DEFAULT_CLIENT_NAME),
+      "redirect_uris": [redirect_uri],
+      "grant_types": grant_types,
+      "response_types": ["code"],
+      "token_endpoint_auth_method": method,
+      "application_type": application_type(&redirect_uri),
+    });
+    let response = self
+      .http
+      .post(endpoint)
+      .header(ACCEPT, "application/json")
+      .header(CONTENT_TYPE, "application/json")
+      .body(body.to_string())
+      .send()
+      .await
+      .map_err(|e| failed(request_failure(&e)))?;
+    let status = response.status().as_u16();
+    let bytes = read_limited(response).await.map_err(failed)?;
+    if !(200..300).contains(&status) {
+      let error: ErrorResponse = serde_json::from_slice(&bytes).unwrap_or_default();
+      return Err(failed(error.describe(status)));
+    }
+    let registered: RegistrationResponse = serde_json::from_slice(&bytes)
+      .map_err(|_| failed("the answer is not a client information response".to_string()))?;
+    Ok(Client {
+      auth_method: credential::auth_method(
+        registered.token_endpoint_auth_method.as_deref(),
+        registered.client_secret.is_some(),
+        supported,
+      ),
+      client_id: registered.client_id,
+      client_secret: registered.client_secret,
+      registered: true,
+    })
+  }
+
+  /// O2: PKCE, `state`, `resource` and the scopes, through the user agent and back.
+  async fn authorization_code(
+    &self,
+    context: &Context,
+    client: &Client,
+    scopes: &[String],
+  ) -> Result<Tokens, CoreError> {
+    let failed = |why: String| oauth(Step::Authorization, format!("authorization failed: {why}"));
+    let metadata = &context.metadata;
+    let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
+      failed(format!(
+        "{} names no authorization endpoint",
+        metadata.issuer
+      ))
+    })?;
+    let mut url = Url::parse(endpoint).map_err(|_| {
+      failed(format!(
+        "the authorization endpoint {endpoint:?} is not a URL"
+      ))
+    })?;
+    let random = |_| failed("no randomness for PKCE".to_string());
+    let verifier = pkce::random_token().map_err(random)?;
+    let state = pkce::random_token().map_err(random)?;
+    let redirect_uri = self.redirect_uri();
+    {
+      let mut query = url.query_pairs_mut();
+      query
+        .append_pair("response_type", "code")
+        .append_pair("client_id", &client.client_id)
+        .append_pair("redirect_uri", &redirect_uri)
+        .append_pair("code_challenge", &pkce::s256_challenge(&verifier))
+        .append_pair("code_challenge_method", "S256")
+        .append_pair("state", &state)
+        .append_pair("resource", &context.resource);
+      if !scopes.is_empty() {
+        query.append_pair("scope", &scopes.join(" "));
+      }
+    }
+    let callback = self.redirect(url.to_string()).await.map_err(failed)?;
+    let issuer_advertised = metadata.authorization_response_iss_parameter_supported == Some(true);
+    let code = authorization_code(&callback, &state, &metadata.issuer, issuer_advertised)
+      .map_err(|e| failed(e.to_string()))?;
+    let form = vec![
+      ("grant_type", "authorization_code".to_string()),
+      ("code", code),
+      ("redirect_uri", redirect_uri),
+      ("code_verifier", verifier),
+      ("resource", context.resource.clone()),
+    ];
+    self
+      .token_request(&metadata.token_endpoint, client, form)
+      .await
+      .map_err(|f| {
+        oauth(
+          Step::Token,
+          format!("token request failed: {}", f.describe()),
+        )
+      })
+  }
+
+  /// The host's `redirect(url)`, timed apart from the requests waiting on it.
+  async fn redirect(&self, url: String) -> Result<String, String> {
+    if let Ok(mut waited) = self.waited.lock() {
+      waited.1 = Some(Instant::now());
+    }
+    let answer = self.host.call(HostCall::Redirect(url)).await;
+    if let Ok(mut waited) = self.waited.lock() {
+      if let Some(since) = waited.1.take() {
+        waited.0 += since.elapsed();
+      }
+    }
+    let text = answer.map_err(|why| format!("redirect() failed: {why}"))?;
+    text
+      .and_then(|t| serde_json::from_str::<String>(&t).ok())
+      .ok_or_else(|| "redirect() did not resolve with the callback URL".to_string())
+  }
+
+  fn redirect_uri(&self) -> String {
+    self
+      .settings
+      .redirect_uri
+      .clone()
+      .unwrap_or_else(|| super::DEFAULT_REDIRECT_URI.to_string())
+  }
+
+  /// RFC 6749 §3.2 with the client's authentication method.
+  async fn token_request(
+    &self,
+    endpoint: &str,
+    client: &Client,
+    mut form: Vec<(&'static str, String)>,
+  ) -> Result<Tokens, TokenFailure> {
+    let mut request = self.http.post(endpoint).header(ACCEPT, "application/json");
+    match (client.auth_method.as_str(), &client.client_secret) {
+      ("client_secret_basic", Some(secret)) => {
+        // RFC 6749 §2.3.1: both parts form-encoded before base64.
+        let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
+        request = request.header(AUTHORIZATION, format!("Basic {}", STANDARD.encode(pair)));
+      }
+      ("client_secret_post", Some(secret)) => {
+        form.push(("client_id", client.client_id.clone()));
+        form.push(("client_secret", secret.clone()));
+      }
+      _ => form.push(("client_id", client.client_id.clone())),
+    }
+    let body = url::form_urlencoded::Serializer::new(String::new())
+      .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+      .finish();
+    let response = request
+      .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+      .body(body)
+      .send()
+      .await
+      .map_err(|e| TokenFailure::Failed(request_failure(&e)))?;
+    let status = response.status().as_u16();
+    let bytes = read_limited(response).await.map_err(TokenFailure::Failed)?;
+    if !(200..300).contains(&status) {
+      let error: ErrorResponse = serde_json::from_slice(&bytes).unwrap_or_default();
+      // A 4xx is the server's verdict on the grant (RFC 6749 §5.2 uses 400 and 401; a
+      // token endpoint that is gone answers 404); a 5xx may pass.
+      return Err(if (400..500).contains(&status) {
+        TokenFailure::Refused(error.describe(status))
+      } else {
+        TokenFailure::Failed(error.describe(status))
+      });
+    }
+    let answer: TokenResponse = serde_json::from_slice(&bytes)
+      .map_err(|_| TokenFailure::Failed("the answer is not a token response".to_string()))?;
+    let now = now_ms();
+    Ok(Tokens {
+      access_token: answer.access_token,
+      refresh_token: answer.refresh_token,
+      expires_at: answer
+        .expires_in
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| now.saturating_add((s * 1000.0) as u64)),
+      issued_at: Some(now),
+      scope: answer.scope,
+    })
+  }
+
+  /// A metadata document: `Ok(None)` when the server has none there.
+  async fn get_json<T: DeserializeOwned>(&self, url: &Url) -> Result<Option<T>, String> {
+    let response = self
+      .http
+      .get(url.clone())
+      .header(ACCEPT, "application/json")
+      .send()
+      .await
+      .map_err(|e| request_failure(&e))?;
+    if !response.status().is_success() {
+      return Ok(None);
+    }
+    let bytes = read_limited(response).await?;
+    Ok(serde_json::from_slice(&bytes).ok())
+  }
+}
+
+enum TokenFailure {
+  Refused(String),
+  Failed(String),
+}
+
+impl TokenFailure {
+  fn describe(self) -> String {
+    match self {
+      TokenFailure::Refused(why) | TokenFailure::Failed(why) => why,
+    }
+  }
+}
+
+fn token_of(state: &State) -> Option<String> {
+  state
+    .credential
+    .as_ref()
+    .and_then(|c| c.tokens.as_ref())
+    .map(|t| t.access_token.clone())
+}
+
+/// SEP-837: loopback and custom-scheme redirects are native apps (RFC 8252).
+fn application_type(redirect_uri: &str) -> &'static str {
+  match Url::parse(redirect_uri) {
+    Ok(url) if url.scheme() == "https" || url.scheme() == "http" => match url.host_str() {
+      Some("localhost" | "127.0.0.1" | "[::1]") => "native",
+      _ => "web",
+    },
+    _ => "native",
+  }
+}
+
+fn form_encode(text: &str) -> String {
+  url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// Why an HTTP exchange of the flow got no answer; no URL query (it may hold a code).
+fn request_failure(error: &reqwest::Error) -> String {
+  let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+  let mut root = error.to_string();
+  while let Some(current) = source {
+    root = current.to_string();
+    source = current.source();
+  }
+  format!(
+    "fetch failed: {}",
+    root.split(" (os error").next().unwrap_or_default()
+  )
+}
+
+async fn read_limited(response: reqwest::Response) -> Result<Vec<u8>, String> {
+  use futures::StreamExt;
+  let mut body = Vec::new();
+  let mut chunks = response.bytes_stream();
+  while let Some(chunk) = chunks.next().await {
+    let chunk = chunk.map_err(|e| request_failure(&e))?;
+    if body.len() + chunk.len() > BODY_LIMIT {
+      return Err(format!("the answer is larger than {BODY_LIMIT} bytes"));
+    }
+    body.extend_from_slice(&chunk);
+  }
+  Ok(body)
+}
+
+fn describe_challenge(status: u16, challenge: Option<&Challenge>) -> String {
+  let Some(challenge) = challenge else {
+    return format!("HTTP {status}");
+  };
+  match (&challenge.error, &challenge.error_description) {
+    (Some(error), Some(description)) => format!("HTTP {status} {error}: {description}"),
+    (Some(error), None) => format!("HTTP {status} {error}"),
+    _ => format!("HTTP {status}"),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn sep837_application_type() {
+    assert_eq!(application_type("http://127.0.0.1:5555/callback"), "native");
+    assert_eq!(application_type("http://localhost/cb"), "native");
+    assert_eq!(application_type("com.example.app:/cb"), "native");
+    assert_eq!(application_type("https://app.example.com/cb"), "web");
+  }
+
+  #[test]
+  fn the_last_error_names_the_servers_words() {
+    let challenge = Challenge {
+      error: Some("insufficient_scope".into()),
+      error_description: Some("Scope upgrade will never succeed".into()),
+      ..Challenge::default()
+    };
+    assert_eq!(
+      describe_challenge(403, Some(&challenge)),
+      "HTTP 403 insufficient_scope: Scope upgrade will never succeed"
+    );
+    assert_eq!(describe_challenge(401, None), "HTTP 401");
+  }
+
+  #[test]
+  fn basic_credentials_are_form_encoded_first() {
+    assert_eq!(form_encode("a b:c"), "a+b%3Ac");
+  }
+}

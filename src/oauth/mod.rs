@@ -1,0 +1,91 @@
+//! O1–O4: OAuth 2.1 for HTTP servers, as the 2025-11-25 authorization spec asks of a client.
+//!
+//! `flow` answers a 401 (or a 403 asking for more scopes) with discovery, client identity,
+//! PKCE, the user agent's round trip and the token request; the other modules are the pure
+//! rules it follows. The host is reached only through `AuthHost` (the redirect, a caller's
+//! token store), so everything here runs and is tested without Node.
+pub mod callback;
+pub mod challenge;
+pub mod credential;
+pub mod discovery;
+pub mod flow;
+pub mod metadata;
+pub mod pkce;
+pub mod store;
+
+use futures::future::BoxFuture;
+
+/// O4: the step an OAuth failure happened in; the JS error's `code` is `OAUTH_<STEP>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+  Discovery,
+  Metadata,
+  Registration,
+  Authorization,
+  Token,
+  Refresh,
+  Store,
+}
+
+impl Step {
+  pub fn code(self) -> &'static str {
+    match self {
+      Step::Discovery => "OAUTH_DISCOVERY",
+      Step::Metadata => "OAUTH_METADATA",
+      Step::Registration => "OAUTH_REGISTRATION",
+      Step::Authorization => "OAUTH_AUTHORIZATION",
+      Step::Token => "OAUTH_TOKEN",
+      Step::Refresh => "OAUTH_REFRESH",
+      Step::Store => "OAUTH_STORE",
+    }
+  }
+}
+
+/// How tokens are obtained.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Grant {
+  /// The user authorizes in a user agent (`redirect`).
+  #[default]
+  AuthorizationCode,
+  /// O5: machine-to-machine, with the client's own credentials.
+  ClientCredentials,
+}
+
+/// `config.oauth`, the parts that are plain data (O1).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OAuthSettings {
+  pub client_id: Option<String>,
+  pub client_secret: Option<String>,
+  pub client_metadata_url: Option<String>,
+  pub client_name: Option<String>,
+  pub scope: Option<String>,
+  pub redirect_uri: Option<String>,
+  pub grant: Grant,
+  /// The caller gave a `store`; otherwise the process-wide in-memory one is used.
+  pub host_store: bool,
+}
+
+/// Where the redirect goes when the caller does not say (RFC 8252 loopback).
+pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1/oauth/callback";
+pub const DEFAULT_CLIENT_NAME: &str = "mcp-native";
+
+/// What the flow asks of the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostCall {
+  /// `oauth.redirect(authorizationUrl)`: resolves with the callback URL.
+  Redirect(String),
+  /// `oauth.store.get(key)`.
+  StoreGet(String),
+  /// `oauth.store.set(key, credential)`, the credential as JSON text.
+  StoreSet(String, String),
+  /// `oauth.store.delete(key)`.
+  StoreDelete(String),
+}
+
+/// The host's answer: JSON text of what the call resolved with (`None` for `undefined`),
+/// or the message of what it threw.
+pub type HostAnswer = Result<Option<String>, String>;
+
+pub trait AuthHost: Send + Sync + 'static {
+  fn call(&self, call: HostCall) -> BoxFuture<'static, HostAnswer>;
+}

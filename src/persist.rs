@@ -1,0 +1,87 @@
+//! Small JSON files shared between processes (the tool cache, the token store): replaced
+//! atomically under a sibling lock file, so concurrent writers keep each other's entries
+//! and a crash never leaves a partial file. Blocking I/O.
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The directory `path` lives in (created if missing).
+pub fn parent_dir(path: &Path) -> io::Result<PathBuf> {
+  let dir = match path.parent() {
+    Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+    _ => PathBuf::from("."),
+  };
+  fs::create_dir_all(&dir)?;
+  Ok(dir)
+}
+
+/// `<file name><suffix>`, for files that live next to `path`.
+pub fn sibling(path: &Path, suffix: &str) -> io::Result<PathBuf> {
+  let mut name: OsString = path
+    .file_name()
+    .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path has no file name"))?
+    .to_os_string();
+  name.push(suffix);
+  Ok(path.with_file_name(name))
+}
+
+/// Holds an exclusive advisory lock on `<path>.lock` (flock on unix) until dropped; the file
+/// itself is replaced by every write, so it cannot carry the lock.
+pub fn lock(path: &Path) -> io::Result<File> {
+  parent_dir(path)?;
+  let file = OpenOptions::new()
+    .create(true)
+    .truncate(false)
+    .write(true)
+    .open(sibling(path, ".lock")?)?;
+  match file.lock() {
+    // Where the platform has no such lock, writers race as they would without one.
+    Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok(file),
+    Err(e) => Err(e),
+    Ok(()) => Ok(file),
+  }
+}
+
+/// Replaces `path` with `bytes`: written to a temp sibling, synced, renamed over it.
+/// `private` makes the file readable by its owner only (unix mode 0600).
+pub fn replace(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
+  static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+  let suffix = format!(
+    ".{}.{}.tmp",
+    std::process::id(),
+    NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+  );
+  let temp = sibling(path, &suffix)?;
+  let written = write_synced(&temp, bytes, private).and_then(|()| fs::rename(&temp, path));
+  if written.is_err() {
+    let _ = fs::remove_file(&temp);
+  }
+  written
+}
+
+fn write_synced(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
+  let mut options = OpenOptions::new();
+  options.write(true).create_new(true);
+  #[cfg(unix)]
+  if private {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.mode(0o600);
+  }
+  #[cfg(not(unix))]
+  let _ = private;
+  let mut file = options.open(path)?;
+  file.write_all(bytes)?;
+  // On disk before the rename, so a crash cannot leave an empty or partial file.
+  file.sync_all()
+}
+
+pub fn now_ms() -> u64 {
+  SystemTime::now()
+    .duration_since(UNIX_EPOCH)
+    .map_or(0, |since| {
+      u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
+}
