@@ -298,6 +298,8 @@ export type MCPLoggingLevel = "debug" | "info" | "notice" | "warning" | "error" 
 /** `connectToServer`'s options: abort, and what `initialize` offers (C1). */
 export interface MCPConnectOptions extends MCPClientHandlers {
   signal?: AbortSignal;
+  /** O1: OAuth for an HTTP server whose config has no `oauth` of its own. */
+  oauth?: MCPOAuthOptions;
   client?: {
     clientInfo?: MCPImplementation;
     protocolVersion?: string;
@@ -517,6 +519,8 @@ export interface MCPReconnectOptions {
 }
 
 export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
+  /** O1: OAuth options for an HTTP server whose config has no `oauth` of its own. */
+  oauth?: (serverName: string, config: MCPHttpServerConfig | MCPSseServerConfig) => MCPOAuthOptions | undefined;
   /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
   startupTimeoutMs?: number;
   logger?: MCPLogger;
@@ -657,6 +661,13 @@ export declare class HttpTransport {
   /** Marks the transport connected (H1). A second call is a no-op. */
   connect(): Promise<void>
   /**
+   * O6/A10: asked on a 401/403 to a request, notification or resume GET when there is no
+   * `config.oauth`: headers that replace `config.headers` for one retry, or `null` to give
+   * up with the original error.
+   */
+  get onAuthError(): (() => Promise<Record<string, string> | null>) | undefined
+  set onAuthError(callback: (() => Promise<Record<string, string> | null>) | undefined)
+  /**
    * H8: opens the server's GET event stream and delivers what arrives on it until the
    * stream ends or `close()`. Resolves when it stops (at once if the server does not offer
    * one); never rejects. Start it without awaiting.
@@ -758,7 +769,7 @@ export declare function connectToServer(name: string, config: MCPServerConfig, o
  * `new HttpTransport(config)` + `connect()`. Never throws: a bad config rejects with a
  * TypeError (E2).
  */
-export declare function createHttpTransport(config: MCPHttpServerConfig | MCPSseServerConfig): Promise<HttpTransport>
+export declare function createHttpTransport(config: MCPHttpServerConfig | MCPSseServerConfig, options?: { oauth?: MCPOAuthOptions }): Promise<HttpTransport>
 
 /**
  * `new StdioTransport(config)` + `connect()` (S1). Never throws: bad config rejects with a

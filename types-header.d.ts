@@ -298,6 +298,8 @@ export type MCPLoggingLevel = "debug" | "info" | "notice" | "warning" | "error" 
 /** `connectToServer`'s options: abort, and what `initialize` offers (C1). */
 export interface MCPConnectOptions extends MCPClientHandlers {
   signal?: AbortSignal;
+  /** O1: OAuth for an HTTP server whose config has no `oauth` of its own. */
+  oauth?: MCPOAuthOptions;
   client?: {
     clientInfo?: MCPImplementation;
     protocolVersion?: string;
@@ -517,6 +519,8 @@ export interface MCPReconnectOptions {
 }
 
 export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
+  /** O1: OAuth options for an HTTP server whose config has no `oauth` of its own. */
+  oauth?: (serverName: string, config: MCPHttpServerConfig | MCPSseServerConfig) => MCPOAuthOptions | undefined;
   /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
   startupTimeoutMs?: number;
   logger?: MCPLogger;

@@ -269,3 +269,111 @@ describe("O4 errors", () => {
     });
   });
 });
+
+describe("O6 the agent's seam: onAuthError", () => {
+  /** An MCP server that accepts one bearer token, which the test can change. */
+  async function guarded() {
+    const { createServer } = await import("node:http");
+    const seen: (string | undefined)[] = [];
+    const state = { accepted: "Bearer fresh" };
+    const server = createServer(async (req, res) => {
+      let text = "";
+      for await (const chunk of req) text += chunk;
+      seen.push(req.headers.authorization);
+      if (req.headers.authorization !== state.accepted) {
+        res.writeHead(401, { "Content-Type": "application/json", "WWW-Authenticate": 'Bearer error="invalid_token"' });
+        return res.end('{"error":"invalid_token"}');
+      }
+      const message = JSON.parse(text);
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { tools: [] } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((r) => server.close(r)));
+    const url = `http://127.0.0.1:${(server.address() as any).port}/mcp`;
+    return { url, seen, state };
+  }
+
+  it("O6/A10: the hook's headers replace config.headers, and that fetch is retried once", async () => {
+    const g = await guarded();
+    const transport = await native.createHttpTransport({ type: "http", url: g.url, headers: { Authorization: "Bearer stale" } });
+    cleanups.push(() => transport.close());
+    let asked = 0;
+    transport.onAuthError = async () => (asked++, { Authorization: "Bearer fresh" });
+    await expect(transport.request("tools/list", {})).resolves.toEqual({ tools: [] });
+    await expect(transport.request("tools/list", {})).resolves.toEqual({ tools: [] });
+    expect(asked).toBe(1);
+    expect(g.seen).toEqual(["Bearer stale", "Bearer fresh", "Bearer fresh"]);
+  });
+
+  it("O6/A10: null gives up with the original error; headers that fail again are not retried twice", async () => {
+    const g = await guarded();
+    const transport = await native.createHttpTransport({ type: "http", url: g.url });
+    cleanups.push(() => transport.close());
+    transport.onAuthError = async () => null;
+    await expect(transport.request("tools/list", {})).rejects.toMatchObject({
+      message: expect.stringMatching(/^HTTP 401: \{"error":"invalid_token"\}/),
+      status: 401,
+    });
+    let asked = 0;
+    transport.onAuthError = async () => (asked++, { Authorization: "Bearer wrong" });
+    await expect(transport.request("tools/list", {})).rejects.toMatchObject({ status: 401 });
+    expect(asked).toBe(1);
+    expect(g.seen).toEqual([undefined, undefined, "Bearer wrong"]);
+  });
+
+  it("O6: with config.oauth, our flow answers and onAuthError is not asked", async () => {
+    const f = await fixture();
+    const transport = await native.createHttpTransport({
+      type: "http",
+      url: f.url,
+      oauth: { redirect: f.redirect, store: memoryStore() },
+    } as any);
+    cleanups.push(() => transport.close());
+    let asked = 0;
+    transport.onAuthError = async () => (asked++, null);
+    await transport.request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } });
+    expect(asked).toBe(0);
+    expect(f.tokenRequests).toHaveLength(1);
+  });
+});
+
+describe("O1 where the options go", () => {
+  it("O1: connectToServer and createHttpTransport take {oauth}; a config's own oauth wins", async () => {
+    const f = await fixture();
+    const store = memoryStore();
+    const config = { type: "http" as const, url: f.url };
+    const connection = await native.connectToServer("o1", config, { oauth: { redirect: f.redirect, store } } as any);
+    cleanups.push(() => connection.transport.close());
+    expect(connection.config).toMatchObject(config);
+    expect((config as any).oauth).toBeUndefined();
+    expect(f.authorizations).toHaveLength(1);
+    // The same store: the credential is reused, no second authorization.
+    const transport = await native.createHttpTransport(config, { oauth: { redirect: f.redirect, store } } as any);
+    cleanups.push(() => transport.close());
+    await transport.request("tools/list", {});
+    expect(f.authorizations).toHaveLength(1);
+    let ignored = 0;
+    const own = await native.createHttpTransport(
+      { ...config, oauth: { redirect: f.redirect, store } } as any,
+      { oauth: { redirect: async () => (ignored++, ""), store: memoryStore() } } as any,
+    );
+    cleanups.push(() => own.close());
+    await own.request("tools/list", {});
+    expect(ignored).toBe(0);
+  });
+
+  it("O1: the manager's oauth(serverName, config) option, for HTTP servers only", async () => {
+    const f = await fixture();
+    const asked: string[] = [];
+    const manager = new native.MCPManager(process.cwd(), null, {
+      oauth: (serverName: string, config: any) => (asked.push(`${serverName} ${config.type}`), { redirect: f.redirect, store: memoryStore() }),
+    } as any);
+    cleanups.push(() => manager.disconnectAll());
+    const result = await manager.connectServers({ remote: { type: "http", url: f.url } } as any, {});
+    expect(result.errors.size).toBe(0);
+    expect(result.connectedServers).toEqual(["remote"]);
+    expect(asked).toEqual(["remote http"]);
+    expect(f.registrations).toHaveLength(1);
+  });
+});

@@ -123,6 +123,7 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     allow_legacy,
     max_resumptions: max_resumptions(host, config)?,
     oauth: oauth_settings(host, config)?,
+    auth_error_hook: Default::default(),
   })
 }
 

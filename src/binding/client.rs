@@ -38,7 +38,7 @@ pub(crate) fn create_transport_value(js: Js, config: Value) -> Result<Value, Thr
   let env = Env::from_raw(js.env);
   let created = match transport_kind(kind_text.as_deref()) {
     Ok(TransportKind::Stdio) => create_stdio_transport(env, JsArg(config)),
-    Ok(TransportKind::Http) => create_http_transport(env, JsArg(config)),
+    Ok(TransportKind::Http) => create_http_transport(env, JsArg(config), None),
     Err(message) => return js.rejected(js.error(ErrorKind::Error, &message)),
   };
   created.map(|raw| raw.0).map_err(|error| {
@@ -90,6 +90,7 @@ pub(crate) fn connect_request(
     return Err(type_error("The \"config\" argument must be an object"));
   }
   let host = JsHost::new(js);
+  let config = with_oauth_option(js, config, options)?;
   let options_held = options.map(|o| host.hold(o));
   let client = ClientOptions::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
   let features = ClientFeatures::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
@@ -104,6 +105,37 @@ pub(crate) fn connect_request(
     signal: signal.map(|s| Held::new(js, s)),
     timeout,
   })
+}
+
+/// O1: `options.oauth` applies to a config without its own `oauth`: a copy carries it.
+pub(crate) fn with_oauth_option(
+  js: Js,
+  config: Value,
+  options: Option<Value>,
+) -> Result<Value, Value> {
+  let Some(oauth) = options
+    .and_then(|o| js.get(o, "oauth").ok())
+    .filter(|o| js.type_of(*o) == napi::sys::ValueType::napi_object)
+  else {
+    return Ok(config);
+  };
+  let own = js.get(config, "oauth").ok();
+  if own.is_some_and(|o| {
+    !matches!(
+      js.type_of(o),
+      napi::sys::ValueType::napi_undefined | napi::sys::ValueType::napi_null
+    )
+  }) {
+    return Ok(config);
+  }
+  let host = JsHost::new(js);
+  let copy = host
+    .shallow_copy(&host.hold(config))
+    .map_err(|e| e.get(js))?;
+  host
+    .set_field(&copy, "oauth", host.hold(oauth))
+    .map_err(|e| e.get(js))?;
+  Ok(copy.get(js))
 }
 
 /// C1: creates the transport, runs the `initialize` handshake and `notifications/initialized`,

@@ -97,6 +97,33 @@ impl JsHttpTransport {
     result.map(JsRaw).map_err(|t| thrown(js, t))
   }
 
+  /// O6/A10: asked on a 401/403 to a request, notification or resume GET when there is no
+  /// `config.oauth`: headers that replace `config.headers` for one retry, or `null` to give
+  /// up with the original error.
+  #[napi(
+    getter,
+    js_name = "onAuthError",
+    ts_return_type = "(() => Promise<Record<string, string> | null>) | undefined"
+  )]
+  pub fn get_on_auth_error(&self) -> JsRaw {
+    super::transport_class::callback_value(&self.side, CallbackSlot::AuthError)
+  }
+
+  #[napi(
+    setter,
+    js_name = "onAuthError",
+    ts_args_type = "callback: (() => Promise<Record<string, string> | null>) | undefined"
+  )]
+  pub fn set_on_auth_error(&mut self, env: Env, callback: JsArg) {
+    let js = Js::new(env.raw());
+    let present = js.is_function(callback.0);
+    self.set_slot(CallbackSlot::AuthError, callback);
+    self
+      .config
+      .auth_error_hook
+      .store(present, std::sync::atomic::Ordering::Release);
+  }
+
   /// O1: milliseconds the OAuth flow has waited for the user agent (the connect timeout
   /// leaves them out). Not part of the typed API.
   #[napi(js_name = "_userWaitMs", skip_typescript)]
@@ -135,9 +162,22 @@ impl JsHttpTransport {
 /// TypeError (E2).
 #[napi(
   js_name = "createHttpTransport",
-  ts_args_type = "config: MCPHttpServerConfig | MCPSseServerConfig",
+  ts_args_type = "config: MCPHttpServerConfig | MCPSseServerConfig, options?: { oauth?: MCPOAuthOptions }",
   ts_return_type = "Promise<HttpTransport>"
 )]
-pub fn create_http_transport(env: Env, config: JsArg) -> napi::Result<JsRaw> {
-  create_connected::<JsHttpTransport>(env, config.0)
+pub fn create_http_transport(
+  env: Env,
+  config: JsArg,
+  options: Option<JsArg>,
+) -> napi::Result<JsRaw> {
+  let js = Js::new(env.raw());
+  let config = if js.is_record(config.0) {
+    match super::client::with_oauth_option(js, config.0, options.map(|o| o.0)) {
+      Ok(config) => config,
+      Err(error) => return super::transport_class::finish(js, js.rejected(error)),
+    }
+  } else {
+    config.0
+  };
+  create_connected::<JsHttpTransport>(env, config)
 }

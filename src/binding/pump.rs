@@ -85,6 +85,8 @@ pub struct Callbacks {
   pub on_notification: Option<sys::napi_ref>,
   pub on_request: Option<sys::napi_ref>,
   pub on_stderr: Option<sys::napi_ref>,
+  /// O6/A10: HTTP only.
+  pub on_auth_error: Option<sys::napi_ref>,
   /// Set once the transport has closed: the references no longer keep their functions.
   pub weak: bool,
 }
@@ -96,6 +98,7 @@ pub enum CallbackSlot {
   Notification,
   Request,
   Stderr,
+  AuthError,
 }
 
 impl Callbacks {
@@ -106,6 +109,7 @@ impl Callbacks {
       self.on_notification,
       self.on_request,
       self.on_stderr,
+      self.on_auth_error,
     ]
     .into_iter()
     .flatten()
@@ -118,6 +122,7 @@ impl Callbacks {
       CallbackSlot::Notification => &mut self.on_notification,
       CallbackSlot::Request => &mut self.on_request,
       CallbackSlot::Stderr => &mut self.on_stderr,
+      CallbackSlot::AuthError => &mut self.on_auth_error,
     }
   }
 }
@@ -819,6 +824,22 @@ fn answer_auth_call(
   use crate::host::Values;
   use crate::oauth::HostCall;
   let host = JsHost::new(js);
+  if call == HostCall::AuthError {
+    // O6: what `onAuthError()` settles with; no hook (or a throwing one) means `null`.
+    let hook = side.borrow_mut().callback(CallbackSlot::AuthError);
+    let pending = hook.map(|hook| host.call(hook, js.undefined(), &[]));
+    executor::spawn(js, async move {
+      let answer = match pending {
+        Some(pending) => pending
+          .await
+          .ok()
+          .and_then(|v| host.to_json(&v).ok().flatten()),
+        None => None,
+      };
+      let _ = reply.send(Ok(answer));
+    });
+    return;
+  }
   let oauth = side.borrow().auth.and_then(|r| js.ref_value(r));
   let Some(oauth) = oauth else {
     let _ = reply.send(Err("config.oauth is gone".to_string()));
@@ -835,6 +856,7 @@ fn answer_auth_call(
       (store(), "set", vec![js.string(&key), value])
     }
     HostCall::StoreDelete(key) => (store(), "delete", vec![js.string(&key)]),
+    HostCall::AuthError => return,
   };
   let pending = host.call_method(&host.hold(target), method, &args);
   executor::spawn(js, async move {

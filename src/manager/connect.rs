@@ -27,6 +27,7 @@ impl<H: ManagerHost> Manager<H> {
     config: &H::Value,
   ) -> Result<H::Value, H::Value> {
     let resolved = self.host.prepare_config(config).await?;
+    let resolved = self.with_oauth(name, resolved).await?;
     if let Some(connecting) = self.host.custom_connect(name, &resolved) {
       return connecting.await;
     }
@@ -39,6 +40,30 @@ impl<H: ManagerHost> Manager<H> {
       });
     }
     connecting.await
+  }
+
+  /// O1: `options.oauth(serverName, config)` for an HTTP server whose config has no `oauth`
+  /// of its own; what it returns (an object) becomes the config's `oauth`, on a copy.
+  async fn with_oauth(&self, name: &str, config: H::Value) -> Result<H::Value, H::Value> {
+    let host = &self.host;
+    let Some(options) = host.options() else {
+      return Ok(config);
+    };
+    let hook = host.field(&options, "oauth")?;
+    let kind = host.field(&config, "type")?;
+    let http = matches!(host.as_string(&kind).as_deref(), Some("http" | "sse"));
+    if !host.is_function(&hook) || !http || !host.is_nullish(&host.field(&config, "oauth")?) {
+      return Ok(config);
+    }
+    let oauth = host
+      .call(&hook, vec![host.string(name), config.clone()])
+      .await?;
+    if !host.is_object(&oauth) {
+      return Ok(config);
+    }
+    let copy = host.shallow_copy(&config)?;
+    host.set_field(&copy, "oauth", oauth)?;
+    Ok(copy)
   }
 
   /// The first connect of `name` at `generation`.

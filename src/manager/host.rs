@@ -86,7 +86,7 @@ pub struct Watch {
   pub on_notification: Option<NotificationHook>,
 }
 
-pub trait ManagerHost: Transports + Clock {
+pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
   /// What `waitForConnection` hands out while a connect is pending (a promise in JS).
   /// Dropped unsettled, it must still settle: whoever drops it forgot the server.
   type Waiter;

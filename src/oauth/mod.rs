@@ -80,6 +80,8 @@ pub enum HostCall {
   StoreSet(String, String),
   /// `oauth.store.delete(key)`.
   StoreDelete(String),
+  /// O6: the transport's `onAuthError()`: new headers for a retry, or `null`.
+  AuthError,
 }
 
 /// The host's answer: JSON text of what the call resolved with (`None` for `undefined`),

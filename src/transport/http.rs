@@ -5,7 +5,8 @@
 //! request's cancel token, so an abort, a timeout or `close()` drops the HTTP exchange
 //! itself (T7, T8, H9). Answers, whatever the channel, go through `Session::handle_frame`,
 //! which keeps the order of notifications and responses (T3).
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -47,6 +48,8 @@ pub struct HttpConfig {
   pub max_resumptions: u32,
   /// O1: `config.oauth`: challenges are answered by our own OAuth flow.
   pub oauth: Option<OAuthSettings>,
+  /// O6: the JS side has an `onAuthError` to ask on a 401/403 (set while the transport runs).
+  pub auth_error_hook: Arc<AtomicBool>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +65,10 @@ enum Mode {
 
 struct Shared {
   config: HttpConfig,
-  headers: HeaderMap,
+  /// The defaults and `config.headers`; O6: `onAuthError` may replace the latter.
+  headers: RwLock<HeaderMap>,
+  /// The JS side, for the OAuth flow and `onAuthError`.
+  host: Arc<dyn AuthHost>,
   /// Taken out by close(), so the pool and its keep-alive sockets go at once rather than
   /// whenever the JS object is collected.
   client: Mutex<Option<reqwest::Client>>,
@@ -103,21 +109,7 @@ impl HttpTransport {
     let client = crate::transport::http_client_builder()
       .build()
       .map_err(|e| network_error(&config.url, &e))?;
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(
-      ACCEPT,
-      HeaderValue::from_static("application/json, text/event-stream"),
-    );
-    for (name, value) in &config.headers {
-      let (Ok(name), Ok(value)) = (
-        HeaderName::from_bytes(name.as_bytes()),
-        HeaderValue::from_str(value),
-      ) else {
-        continue;
-      };
-      headers.insert(name, value);
-    }
+    let headers = compose_headers(&config.headers);
     let mode = if config.allow_legacy {
       Mode::Probing
     } else {
@@ -133,18 +125,19 @@ impl HttpTransport {
       runtime.clone(),
       true,
     );
+    let host: Arc<dyn AuthHost> = Arc::new(HostThroughEvents(events.clone()));
     let auth = config.oauth.clone().map(|settings| {
-      let host: Arc<dyn AuthHost> = Arc::new(HostThroughEvents(events.clone()));
       Arc::new(Authorizer::new(
         settings,
         config.url.clone(),
         client.clone(),
-        host,
+        host.clone(),
       ))
     });
     let shared = Arc::new(Shared {
       config,
-      headers,
+      headers: RwLock::new(headers),
+      host,
       client: Mutex::new(Some(client)),
       session_id: Mutex::new(None),
       mode: tokio::sync::Mutex::new(mode),
@@ -217,7 +210,7 @@ impl HttpTransport {
           .unwrap_or(DELETE_TIMEOUT_WITHOUT_TIMEOUT);
         let delete = client
           .request(Method::DELETE, shared.config.url.clone())
-          .headers(shared.headers.clone())
+          .headers(shared.base_headers())
           .header(SESSION_HEADER, session_id)
           .send();
         let _ = tokio::time::timeout(limit, delete).await;
@@ -262,8 +255,44 @@ impl Shared {
   }
 
   /// H2: defaults, then config headers, then the session id and the negotiated version.
+  fn base_headers(&self) -> HeaderMap {
+    self
+      .headers
+      .read()
+      .map(|h| h.clone())
+      .unwrap_or_else(|p| p.into_inner().clone())
+  }
+
+  /// O6/A10: on a 401/403, `onAuthError()`'s headers (if it gives any) replace
+  /// `config.headers`; whether the exchange should be tried again.
+  async fn headers_from_auth_error(&self) -> bool {
+    if !self.config.auth_error_hook.load(Ordering::Acquire) {
+      return false;
+    }
+    let Ok(Some(text)) = self.host.call(HostCall::AuthError).await else {
+      return false;
+    };
+    let Ok(Some(record)) =
+      serde_json::from_str::<Option<std::collections::BTreeMap<String, serde_json::Value>>>(&text)
+    else {
+      return false;
+    };
+    let pairs: Vec<(String, String)> = record
+      .into_iter()
+      .filter_map(|(name, value)| match value {
+        serde_json::Value::String(text) => Some((name, text)),
+        serde_json::Value::Number(n) => Some((name, n.to_string())),
+        _ => None,
+      })
+      .collect();
+    if let Ok(mut headers) = self.headers.write() {
+      *headers = compose_headers(&pairs);
+    }
+    true
+  }
+
   fn request_headers(&self, session: &Session) -> HeaderMap {
-    let mut headers = self.headers.clone();
+    let mut headers = self.base_headers();
     if let Some(id) = self
       .session_id()
       .and_then(|id| HeaderValue::from_str(&id).ok())
@@ -316,11 +345,20 @@ impl Shared {
     frame: &str,
     rounds: &mut Rounds,
   ) -> Result<Response, CoreError> {
+    let mut asked_hook = false;
     loop {
       let (response, used) = self
         .post_with_token(session, url.clone(), frame.to_string())
         .await?;
       let Some(auth) = &self.auth else {
+        // O6: without our own flow, the agent's hook may supply headers, for one retry.
+        let refused = matches!(response.status().as_u16(), 401 | 403);
+        if refused && !asked_hook {
+          asked_hook = true;
+          if self.headers_from_auth_error().await {
+            continue;
+          }
+        }
         return Ok(response);
       };
       let Some(challenge) = auth_challenge(&response) else {
@@ -577,6 +615,26 @@ fn auth_challenge(response: &Response) -> Option<Option<Challenge>> {
     }
     _ => None,
   }
+}
+
+/// The defaults, then `headers` (which may override them).
+fn compose_headers(extra: &[(String, String)]) -> HeaderMap {
+  let mut headers = HeaderMap::new();
+  headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+  headers.insert(
+    ACCEPT,
+    HeaderValue::from_static("application/json, text/event-stream"),
+  );
+  for (name, value) in extra {
+    let (Ok(name), Ok(value)) = (
+      HeaderName::from_bytes(name.as_bytes()),
+      HeaderValue::from_str(value),
+    ) else {
+      continue;
+    };
+    headers.insert(name, value);
+  }
+  headers
 }
 
 /// The flow's host calls travel the event queue to the JS thread and back.
@@ -890,15 +948,28 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     headers.insert(LAST_EVENT_ID_HEADER, value);
   }
   let used = shared.session_id();
-  let response = match client
-    .get(shared.config.url.clone())
-    .headers(headers)
-    .send()
-    .await
-  {
+  let get = |headers: HeaderMap| {
+    client
+      .get(shared.config.url.clone())
+      .headers(headers)
+      .send()
+  };
+  let mut response = match get(headers.clone()).await {
     Ok(response) => response,
     Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
   };
+  // O6/A10: a resume GET refused for its credentials is tried once more with the hook's.
+  let refused = matches!(response.status().as_u16(), 401 | 403);
+  if refused && from.is_some() && shared.auth.is_none() && shared.headers_from_auth_error().await {
+    let mut headers = listener_headers(shared, session);
+    if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
+      headers.insert(LAST_EVENT_ID_HEADER, value);
+    }
+    response = match get(headers).await {
+      Ok(response) => response,
+      Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
+    };
+  }
   shared.capture_session(&response);
   if response.status() == reqwest::StatusCode::NOT_FOUND && used.is_some() {
     return Opened::Expired { used };
