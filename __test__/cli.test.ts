@@ -2,7 +2,7 @@
 // process, against the bundled example server (no target), the stdio fixture (--stdio), and
 // 127.0.0.1 HTTP servers (--url): every subcommand, --json parsed, the exit codes, Ctrl-C.
 import { execFile, spawn } from "node:child_process";
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -579,5 +579,57 @@ describe("package", () => {
       );
     });
     expect(output).toBe("from bun\n");
+  });
+});
+
+describe("O7 login and logout", () => {
+  it("O7: login signs in through a loopback redirect; other commands use the tokens; logout forgets them", async () => {
+    const { startOAuthFixture } = await import("./fixtures/oauth-server");
+    const f = await startOAuthFixture();
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-login-"));
+    try {
+      const env = {
+        XDG_CACHE_HOME: dir,
+        MCP_NATIVE_TOKENS: "",
+        MCP_NATIVE_BROWSER: `'${process.execPath}' '${fileURLToPath(new URL("./fixtures/fake-browser.mjs", import.meta.url))}'`,
+      };
+      // Not signed in: the server's 401 as it is.
+      const before = await cli(["tools", "--url", f.url], { env });
+      expect(before.code).toBe(3);
+      expect(before.stderr).toContain("HTTP 401");
+
+      const login = await cli(["login", "--url", f.url], { env });
+      expect(login.stderr).toContain("Open this URL in your browser to sign in to");
+      expect(login.stderr).toContain(`${f.base}/as/authorize?`);
+      expect(login.code, login.stderr).toBe(0);
+      expect(login.stdout).toBe(`signed in to ${f.url} through ${f.base}/as\n`);
+      const [authorization] = f.authorizations;
+      expect(authorization.redirect_uri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+      expect(f.registrations[0]).toMatchObject({ client_name: "mcp-native CLI", application_type: "native" });
+      const path = join(dir, "mcp-native", "tokens.json");
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+
+      const tools = await cli(["tools", "--url", f.url, "--json"], { env });
+      expect(tools.code, tools.stderr).toBe(0);
+      expect(JSON.parse(tools.stdout).map((t: any) => t.name)).toEqual(["whoami"]);
+      expect(f.authorizations).toHaveLength(1);
+
+      // Expired and not refreshable: the command says how to sign in again.
+      f.revoke(true);
+      const expired = await cli(["tools", "--url", f.url], { env });
+      expect(expired.code).toBe(3);
+      expect(expired.stderr).toContain(`the sign-in has expired; run \`mcp-native login --url ${f.url}\``);
+
+      const logout = await cli(["logout", "--url", f.url], { env });
+      expect(logout.stdout).toBe(`signed out of ${f.url}\n`);
+      expect(JSON.parse(readFileSync(path, "utf8")).entries).toEqual({});
+      expect((await cli(["logout", "--url", f.url], { env })).stdout).toBe(`not signed in to ${f.url}\n`);
+      const stdio = await cli(["login"], { env });
+      expect(stdio.code).toBe(2);
+      expect(stdio.stderr).toContain("login applies to HTTP servers");
+    } finally {
+      await f.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -14,6 +14,8 @@ Usage
   mcp-native resources [target]               list the resources
   mcp-native read      [target] <uri>         print a resource
   mcp-native prompts   [target]               list the prompts
+  mcp-native login     [target]               sign in to an OAuth-protected HTTP server
+  mcp-native logout    [target]               forget that sign-in
   mcp-native help                             this text
 
 Target (default: the example server bundled with mcp-native, also called "example")
@@ -68,6 +70,8 @@ const COMMANDS = {
   resources: { target: true, operands: [] },
   read: { target: true, operands: ["uri"] },
   prompts: { target: true, operands: [] },
+  login: { target: true, operands: [] },
+  logout: { target: true, operands: [] },
 };
 
 /**

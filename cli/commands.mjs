@@ -4,15 +4,22 @@ import { performance } from "node:perf_hooks";
 import { MCPClient, MCPManager } from "../index.js";
 import { connectError, EXIT, requestError, usageError } from "./errors.mjs";
 import { describeConfig, loadConfigFile, resolveTarget } from "./targets.mjs";
+import { credentialKey, isHttp, loopbackLogin, notHttp, tokenStore, withStoredLogin } from "./login.mjs";
 
 /**
  * ctx: { targetName, operands, options, out, signal, onCleanup(fn) }. `signal` aborts on
  * Ctrl-C; every library call gets it, so an interrupted call rejects with its reason.
  */
-export const COMMANDS = { servers, tools, inspect, call, ping, resources, read, prompts };
+export const COMMANDS = { servers, tools, inspect, call, ping, resources, read, prompts, login, logout };
+
+/** How to run `login` for the target the user named, for messages. */
+const loginCommand = (ctx, target) =>
+  `mcp-native login ${ctx.targetName ?? `--url ${target.config.url}${target.config.type === "sse" ? " --sse" : ""}`}`;
 
 async function connect(ctx) {
   const target = await resolveTarget(ctx.targetName, ctx.options);
+  // O7: a server signed in to with `login` gets its stored (and refreshed) tokens.
+  target.config = await withStoredLogin(target.config, loginCommand(ctx, target));
   const { out, signal } = ctx;
   out.verbose(`connecting to ${target.label}: ${describeConfig(target.config)}`);
   const stopProgress = out.progress(`connecting to ${target.label}…`);
@@ -236,7 +243,8 @@ class CliManager extends MCPManager {
 
   async prepareConfig(config) {
     const prepared = await super.prepareConfig(config);
-    return this.timeoutOverride === undefined ? prepared : { ...prepared, timeout: this.timeoutOverride };
+    const timed = this.timeoutOverride === undefined ? prepared : { ...prepared, timeout: this.timeoutOverride };
+    return withStoredLogin(timed, "mcp-native login <server>");
   }
 }
 
@@ -331,4 +339,61 @@ function untilAborted(promise, signal) {
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
+}
+
+// O7: runs the OAuth flow with a loopback redirect, keeping the tokens for the other commands.
+async function login(ctx) {
+  const { out, signal } = ctx;
+  const target = await resolveTarget(ctx.targetName, ctx.options);
+  if (!isHttp(target.config)) throw notHttp("login", target.label);
+  const key = credentialKey(target.config.url);
+  if (key === null) throw usageError(`invalid server config for ${target.label}: not a URL`);
+  const store = tokenStore();
+  // A new sign-in, not a refresh of the old one.
+  await store.delete(key);
+  const listener = await loopbackLogin({ out, signal, label: target.label });
+  ctx.onCleanup(listener.close);
+  const config = {
+    ...target.config,
+    oauth: { store, redirect: listener.redirect, redirectUri: listener.redirectUri, clientName: "mcp-native CLI" },
+  };
+  out.verbose(`connecting to ${target.label}: ${describeConfig(config)}`);
+  let client;
+  try {
+    client = await MCPClient.connect(target.name, config, { signal });
+  } catch (error) {
+    throw connectError(target.label, error);
+  }
+  ctx.onCleanup(() => client.close());
+  const credential = await store.get(key);
+  if (!credential) {
+    // The server let us in without asking: nothing to keep.
+    if (out.json) out.document({ ok: true, signedIn: false });
+    else out.line(`${target.label} did not ask for a sign-in; nothing stored`);
+    return EXIT.OK;
+  }
+  const expiresAt = credential.tokens?.expiresAt ? new Date(credential.tokens.expiresAt).toISOString() : null;
+  const scopes = credential.tokens?.scope ?? credential.scopes?.join(" ") ?? "";
+  if (out.json) {
+    out.document({ ok: true, signedIn: true, issuer: credential.issuer, resource: credential.resource, scopes, expiresAt, store: store.path });
+  } else {
+    out.line(`signed in to ${target.label} through ${credential.issuer}${scopes ? ` (scopes: ${scopes})` : ""}`);
+    out.verbose(`tokens kept in ${store.path}${expiresAt ? `, access token valid until ${expiresAt}` : ""}`);
+  }
+  return EXIT.OK;
+}
+
+// O7: forgets what `login` stored for the target.
+async function logout(ctx) {
+  const { out } = ctx;
+  const target = await resolveTarget(ctx.targetName, ctx.options);
+  if (!isHttp(target.config)) throw notHttp("logout", target.label);
+  const key = credentialKey(target.config.url);
+  if (key === null) throw usageError(`invalid server config for ${target.label}: not a URL`);
+  const store = tokenStore();
+  const credential = await store.get(key);
+  if (credential) await store.delete(key);
+  if (out.json) out.document({ ok: true, signedOut: Boolean(credential) });
+  else out.line(credential ? `signed out of ${target.label}` : `not signed in to ${target.label}`);
+  return EXIT.OK;
 }
