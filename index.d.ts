@@ -94,8 +94,13 @@ export interface MCPOAuthOptions {
   /** Scopes to ask for when the server's challenge names none. */
   scope?: string;
   /** O5: `client_credentials` authenticates as the client itself (needs `clientId` and
-   * `clientSecret`); default `authorization_code`. */
+   * `clientSecret` or `privateKey`); default `authorization_code`. */
   grantType?: "authorization_code" | "client_credentials";
+  /** O5: `private_key_jwt` (RFC 7523): the client's PKCS#8 PEM key, which signs a short
+   * assertion instead of sending a secret. */
+  privateKey?: string;
+  /** The key's algorithm: `"ES256"` (default) or `"RS256"`. */
+  signingAlgorithm?: "ES256" | "RS256";
 }
 
 /** O3: what keeps OAuth credentials. Methods may return promises. */

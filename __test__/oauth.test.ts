@@ -116,6 +116,40 @@ describe("O1/O2 the authorization-code flow", () => {
   });
 });
 
+describe("O5 private_key_jwt", () => {
+  it("O5: client_credentials authenticated by an ES256 client assertion (RFC 7523), no secret sent", async () => {
+    const { generateKeyPairSync } = await import("node:crypto");
+    const { publicKey, privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const f = await fixture();
+    f.preRegisterKey("signed", publicKey.export({ type: "spki", format: "pem" }) as string);
+    const client = await connect({
+      url: f.url,
+      oauth: {
+        grantType: "client_credentials",
+        clientId: "signed",
+        privateKey: privateKey.export({ type: "pkcs8", format: "pem" }),
+        store: memoryStore(),
+      },
+    });
+    expect(await whoami(client)).toBe(`signed via ${f.base}/as`);
+    const [request] = f.tokenRequests;
+    expect(request.authorization).toBeUndefined();
+    expect(request.form.client_secret).toBeUndefined();
+    expect(request.form.client_assertion.split(".")).toHaveLength(3);
+    // A key that is not PKCS#8 PEM is a clear OAUTH_TOKEN error.
+    const t = await native.createHttpTransport({
+      type: "http",
+      url: f.url,
+      oauth: { grantType: "client_credentials", clientId: "signed", privateKey: "not a key", store: memoryStore() },
+    } as any);
+    cleanups.push(() => t.close());
+    await expect(t.request("tools/list", {}).catch((e: any) => ({ message: e.message, code: e.code }))).resolves.toEqual({
+      message: "OAuth: token request failed: the private key is not a PKCS#8 PEM",
+      code: "OAUTH_TOKEN",
+    });
+  });
+});
+
 describe("O3 tokens", () => {
   it("O3: a token about to expire is refreshed before it is sent", async () => {
     const f = await fixture({ lifetime: 2 });

@@ -160,6 +160,8 @@ fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option
     client_name: text("clientName")?,
     scope: text("scope")?,
     redirect_uri: text("redirectUri")?,
+    private_key: text("privateKey")?,
+    signing_algorithm: text("signingAlgorithm")?,
     grant,
     host_store: field(host, &oauth, "store")?.is_some(),
   };
@@ -168,10 +170,11 @@ fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option
     return Err("The \"oauth.redirect\" field must be a function".to_string());
   }
   if settings.grant == Grant::ClientCredentials
-    && (settings.client_id.is_none() || settings.client_secret.is_none())
+    && (settings.client_id.is_none()
+      || (settings.client_secret.is_none() && settings.private_key.is_none()))
   {
     return Err(
-      "The \"oauth.clientId\" and \"oauth.clientSecret\" fields are required for client_credentials"
+      "The \"oauth.clientId\" field and \"oauth.clientSecret\" or \"oauth.privateKey\" are required for client_credentials"
         .to_string(),
     );
   }

@@ -14,6 +14,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
 
+use super::assertion;
 use super::callback::authorization_code;
 use super::challenge::Challenge;
 use super::credential::{self, Client, Credential, Tokens};
@@ -282,7 +283,12 @@ impl Authorizer {
       ("resource", credential.resource.clone()),
     ];
     match self
-      .token_request(&credential.token_endpoint, &credential.client, form)
+      .token_request(
+        &credential.token_endpoint,
+        &credential.issuer,
+        &credential.client,
+        form,
+      )
       .await
     {
       Ok(mut tokens) => {
@@ -337,7 +343,12 @@ impl Authorizer {
           form.push(("scope", scopes.join(" ")));
         }
         self
-          .token_request(&context.metadata.token_endpoint, &client, form)
+          .token_request(
+            &context.metadata.token_endpoint,
+            &context.metadata.issuer,
+            &client,
+            form,
+          )
           .await
           .map_err(|f| {
             oauth(
@@ -462,9 +473,15 @@ impl Authorizer {
       .as_deref();
     if let Some(client_id) = &self.settings.client_id {
       let secret = self.settings.client_secret.clone();
+      // O5: a client key means private_key_jwt.
+      let auth_method = if self.settings.private_key.is_some() {
+        "private_key_jwt".to_string()
+      } else {
+        credential::auth_method(None, secret.is_some(), supported)
+      };
       return Ok(Client {
         client_id: client_id.clone(),
-        auth_method: credential::auth_method(None, secret.is_some(), supported),
+        auth_method,
         client_secret: secret,
         registered: false,
       });
@@ -596,7 +613,7 @@ impl Authorizer {
       ("resource", context.resource.clone()),
     ];
     self
-      .token_request(&metadata.token_endpoint, client, form)
+      .token_request(&metadata.token_endpoint, &metadata.issuer, client, form)
       .await
       .map_err(|f| {
         oauth(
@@ -635,11 +652,30 @@ impl Authorizer {
   async fn token_request(
     &self,
     endpoint: &str,
+    issuer: &str,
     client: &Client,
     mut form: Vec<(&'static str, String)>,
   ) -> Result<Tokens, TokenFailure> {
     let mut request = self.http.post(endpoint).header(ACCEPT, "application/json");
     match (client.auth_method.as_str(), &client.client_secret) {
+      ("private_key_jwt", _) => {
+        let key = self.settings.private_key.as_deref().unwrap_or_default();
+        let algorithm = self
+          .settings
+          .signing_algorithm
+          .as_deref()
+          .unwrap_or("ES256");
+        let jti = pkce::random_token().map_err(|e| TokenFailure::Failed(e.to_string()))?;
+        let now = now_ms() / 1000;
+        let jwt = assertion::client_assertion(key, algorithm, &client.client_id, issuer, now, &jti)
+          .map_err(|e| TokenFailure::Failed(e.to_string()))?;
+        form.push(("client_id", client.client_id.clone()));
+        form.push((
+          "client_assertion_type",
+          assertion::ASSERTION_TYPE.to_string(),
+        ));
+        form.push(("client_assertion", jwt));
+      }
       ("client_secret_basic", Some(secret)) => {
         // RFC 6749 §2.3.1: both parts form-encoded before base64.
         let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));

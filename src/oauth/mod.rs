@@ -4,6 +4,7 @@
 //! PKCE, the user agent's round trip and the token request; the other modules are the pure
 //! rules it follows. The host is reached only through `AuthHost` (the redirect, a caller's
 //! token store), so everything here runs and is tested without Node.
+pub mod assertion;
 pub mod callback;
 pub mod challenge;
 pub mod credential;
@@ -60,6 +61,9 @@ pub struct OAuthSettings {
   pub client_name: Option<String>,
   pub scope: Option<String>,
   pub redirect_uri: Option<String>,
+  /// O5: `private_key_jwt`: the client's PKCS#8 PEM key and its algorithm (default ES256).
+  pub private_key: Option<String>,
+  pub signing_algorithm: Option<String>,
   pub grant: Grant,
   /// The caller gave a `store`; otherwise the process-wide in-memory one is used.
   pub host_store: bool,
