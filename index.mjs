@@ -4,8 +4,6 @@ import { createRequire } from "node:module";
 const binding = createRequire(import.meta.url)("./index.js");
 
 export const {
-  parseMCPToolName,
-  createMCPToolName,
   callMCP,
   parseSSE,
   toJsonRpcError,
@@ -15,6 +13,8 @@ export const {
   createStdioTransport,
   createMCPManager,
   createHttpTransport,
+  parseMCPToolName,
+  createMCPToolName,
   callTool,
   listTools,
   createTransport,

@@ -58,6 +58,9 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
   oauth?: MCPOAuthOptions;
+  /** O1: the same flow, with the TS SDK's provider keeping the credential and sending the
+   * user agent (two steps: `UnauthorizedError`, then `transport.finishAuth(callbackUrl)`). */
+  authProvider?: MCPOAuthClientProvider;
 }
 
 export interface MCPSseServerConfig extends MCPServerConfigBase {
@@ -67,6 +70,9 @@ export interface MCPSseServerConfig extends MCPServerConfigBase {
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
   oauth?: MCPOAuthOptions;
+  /** O1: the same flow, with the TS SDK's provider keeping the credential and sending the
+   * user agent (two steps: `UnauthorizedError`, then `transport.finishAuth(callbackUrl)`). */
+  authProvider?: MCPOAuthClientProvider;
 }
 
 /**
@@ -101,6 +107,36 @@ export interface MCPOAuthOptions {
   privateKey?: string;
   /** The key's algorithm: `"ES256"` (default) or `"RS256"`. */
   signingAlgorithm?: "ES256" | "RS256";
+}
+
+/** O1: the TypeScript SDK's `OAuthClientProvider`, as far as mcp-native uses it. */
+export interface MCPOAuthClientProvider {
+  readonly redirectUrl: string | URL | undefined;
+  readonly clientMetadata: object;
+  clientInformation(): MCPOAuthClientInformation | undefined | Promise<MCPOAuthClientInformation | undefined>;
+  saveClientInformation?(clientInformation: MCPOAuthClientInformation): void | Promise<void>;
+  tokens(): MCPOAuthTokens | undefined | Promise<MCPOAuthTokens | undefined>;
+  saveTokens(tokens: MCPOAuthTokens): void | Promise<void>;
+  redirectToAuthorization(authorizationUrl: URL): void | Promise<void>;
+  saveCodeVerifier(codeVerifier: string): void | Promise<void>;
+  codeVerifier(): string | Promise<string>;
+  invalidateCredentials?(scope: "all" | "client" | "tokens" | "verifier"): void | Promise<void>;
+}
+
+/** O1: the SDK's `OAuthClientInformation`. */
+export interface MCPOAuthClientInformation {
+  client_id: string;
+  client_secret?: string;
+  token_endpoint_auth_method?: string;
+}
+
+/** O1: the SDK's `OAuthTokens`. */
+export interface MCPOAuthTokens {
+  access_token: string;
+  token_type: string;
+  expires_in?: number;
+  refresh_token?: string;
+  scope?: string;
 }
 
 /** O3: what keeps OAuth credentials. Methods may return promises. */

@@ -411,3 +411,75 @@ describe("O1 where the options go", () => {
     expect(f.registrations).toHaveLength(1);
   });
 });
+
+describe("O1 the TS SDK's OAuthClientProvider", () => {
+  /** A provider as an SDK user writes one: everything in memory, the user agent recorded. */
+  function sdkProvider(redirectUrl: string) {
+    const saved: { tokens?: any; client?: any; verifier?: string; sent: URL[]; invalidated: string[] } = { sent: [], invalidated: [] };
+    return {
+      saved,
+      get redirectUrl() {
+        return redirectUrl;
+      },
+      get clientMetadata() {
+        return { client_name: "sdk provider", redirect_uris: [redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+      },
+      clientInformation: () => saved.client,
+      saveClientInformation: (info: any) => void (saved.client = info),
+      tokens: async () => saved.tokens,
+      saveTokens: async (tokens: any) => void (saved.tokens = tokens),
+      redirectToAuthorization: (url: URL) => void saved.sent.push(url),
+      saveCodeVerifier: (verifier: string) => void (saved.verifier = verifier),
+      codeVerifier: () => saved.verifier!,
+      invalidateCredentials: (scope: string) => void saved.invalidated.push(scope),
+    };
+  }
+
+  it("O1: two steps: UnauthorizedError with the user agent sent, then finishAuth(callbackUrl); the provider keeps the tokens", async () => {
+    const f = await fixture();
+    const provider = sdkProvider("http://localhost:7777/callback");
+    const transport = await native.createHttpTransport({ type: "http", url: f.url, authProvider: provider } as any);
+    cleanups.push(() => transport.close());
+    const first: any = await transport.request("tools/list", {}).catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(Error);
+    expect(first).toMatchObject({ name: "UnauthorizedError", message: "Unauthorized", code: "OAUTH_UNAUTHORIZED" });
+    expect(provider.saved.sent).toHaveLength(1);
+    expect(provider.saved.sent[0]).toBeInstanceOf(URL);
+    expect(f.registrations[0]).toMatchObject({ client_name: "sdk provider", redirect_uris: ["http://localhost:7777/callback"] });
+    expect(provider.saved.client).toMatchObject({ client_id: "client-1" });
+    // The user agent comes back; the app hands the callback URL over.
+    const callback = await f.redirect(provider.saved.sent[0].toString());
+    await transport.finishAuth(callback);
+    expect(provider.saved.tokens).toMatchObject({ access_token: expect.stringMatching(/^at-/), token_type: "Bearer", refresh_token: expect.any(String) });
+    await expect(transport.request("tools/list", {})).resolves.toEqual({ tools: [{ name: "whoami", inputSchema: { type: "object" } }] });
+    // A new transport with the same provider: its tokens are used, no new authorization;
+    // revoked, they are refreshed and saved back.
+    const next = await native.createHttpTransport({ type: "http", url: f.url, authProvider: provider } as any);
+    cleanups.push(() => next.close());
+    f.revoke();
+    const before = provider.saved.tokens.access_token;
+    await expect(next.request("tools/list", {})).resolves.toMatchObject({ tools: [{ name: "whoami" }] });
+    expect(provider.saved.tokens.access_token).not.toBe(before);
+    expect(f.authorizations).toHaveLength(1);
+    expect(f.tokenRequests.map((t) => t.grant)).toEqual(["authorization_code", "refresh_token"]);
+  });
+
+  it("O1: finishAuth with a forged state, and the provider/oauth checks", async () => {
+    const f = await fixture();
+    const provider = sdkProvider("http://localhost:7777/callback");
+    const transport = await native.createHttpTransport({ type: "http", url: f.url, authProvider: provider } as any);
+    cleanups.push(() => transport.close());
+    await transport.request("tools/list", {}).catch(() => {});
+    const callback = (await f.redirect(provider.saved.sent[0].toString())).replace(/state=[^&]+/, "state=forged");
+    await expect(transport.finishAuth(callback)).rejects.toMatchObject({
+      message: "OAuth: authorization failed: the callback's state does not match the request's",
+      code: "OAUTH_AUTHORIZATION",
+    });
+    await expect(
+      native.createHttpTransport({ type: "http", url: f.url, authProvider: { tokens() {} } } as any),
+    ).rejects.toThrow(new TypeError('The "authProvider" field must have a saveTokens method'));
+    await expect(
+      native.createHttpTransport({ type: "http", url: f.url, authProvider: provider, oauth: { redirect: f.redirect } } as any),
+    ).rejects.toThrow(new TypeError('Give either the "oauth" or the "authProvider" field, not both'));
+  });
+});

@@ -127,11 +127,43 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
   })
 }
 
+/// O1: `config.authProvider`, an object shaped like the TS SDK's `OAuthClientProvider`.
+fn provider_settings<H: Values>(host: &H, provider: &H::Value) -> ConfigResult<OAuthSettings> {
+  if !host.is_object(provider) {
+    return Err("The \"authProvider\" field must be an object".to_string());
+  }
+  for method in [
+    "tokens",
+    "saveTokens",
+    "redirectToAuthorization",
+    "saveCodeVerifier",
+    "codeVerifier",
+  ] {
+    if !host
+      .field(provider, method)
+      .is_ok_and(|f| host.is_function(&f))
+    {
+      return Err(format!(
+        "The \"authProvider\" field must have a {method} method"
+      ));
+    }
+  }
+  Ok(OAuthSettings {
+    provider: true,
+    host_store: true,
+    ..OAuthSettings::default()
+  })
+}
+
 /// O1: `config.oauth`, the plain-data part; its functions stay on the JS side.
 fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<OAuthSettings>> {
+  let provider = field(host, config, "authProvider")?;
   let Some(oauth) = field(host, config, "oauth")? else {
-    return Ok(None);
+    return provider.map(|p| provider_settings(host, &p)).transpose();
   };
+  if provider.is_some() {
+    return Err("Give either the \"oauth\" or the \"authProvider\" field, not both".to_string());
+  }
   if !host.is_object(&oauth) || host.items(&oauth).is_some() {
     return Err("The \"oauth\" field must be an object".to_string());
   }
@@ -164,6 +196,7 @@ fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option
     signing_algorithm: text("signingAlgorithm")?,
     grant,
     host_store: field(host, &oauth, "store")?.is_some(),
+    provider: false,
   };
   let has_redirect = field(host, &oauth, "redirect")?.is_some_and(|f| host.is_function(&f));
   if settings.grant == Grant::AuthorizationCode && !has_redirect {

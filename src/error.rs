@@ -75,6 +75,9 @@ pub enum CoreError {
     step: crate::oauth::Step,
     message: String,
   },
+  /// O1: the caller's `authProvider` was sent to authorize; `finishAuth` completes it.
+  #[error("Unauthorized")]
+  Unauthorized,
   /// E3: one incoming message was larger than the limit and was discarded.
   #[error("Discarded an incoming message larger than maxMessageBytes ({limit} bytes)")]
   MessageTooLarge { limit: usize },
@@ -86,6 +89,7 @@ impl CoreError {
     match self {
       CoreError::Spawn { code, .. } => Some(code),
       CoreError::OAuth { step, .. } => Some(step.code()),
+      CoreError::Unauthorized => Some("OAUTH_UNAUTHORIZED"),
       CoreError::Network {
         code: Some(code), ..
       } => Some(code),

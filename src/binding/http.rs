@@ -30,8 +30,13 @@ impl StartableClass for JsHttpTransport {
     let config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     let side = JsSide::new(js.env)?;
-    if config.oauth.is_some() {
-      if let Ok(oauth) = js.get(config_value, "oauth") {
+    if let Some(settings) = &config.oauth {
+      let field = if settings.provider {
+        "authProvider"
+      } else {
+        "oauth"
+      };
+      if let Ok(oauth) = js.get(config_value, field) {
         side.borrow_mut().set_auth(oauth);
       }
     }
@@ -122,6 +127,40 @@ impl JsHttpTransport {
       .config
       .auth_error_hook
       .store(present, std::sync::atomic::Ordering::Release);
+  }
+
+  /// O1: completes the two-step flow of `config.authProvider`: after a request rejected
+  /// with `UnauthorizedError` and the user agent came back, `callbackUrl` (or just the
+  /// authorization code) is exchanged for tokens, which the provider's `saveTokens` gets.
+  #[napi(ts_args_type = "callbackUrl: string", ts_return_type = "Promise<void>")]
+  pub fn finish_auth(&self, env: Env, callback: JsArg) -> napi::Result<JsRaw> {
+    use super::executor::{on_runtime, promise};
+    use super::js::Held;
+    let js = Js::new(env.raw());
+    let result = (|| {
+      let Some(callback) = js.rust_string(callback.0) else {
+        return js.rejected(js_error::type_error(
+          js,
+          "The \"callbackUrl\" argument must be a string",
+        ));
+      };
+      let Some(auth) = self.transport.as_ref().and_then(|t| t.authorizer()) else {
+        let error = js.error(
+          super::js::ErrorKind::Error,
+          "finishAuth() needs a transport with config.authProvider or config.oauth",
+        );
+        return js.rejected(error);
+      };
+      let done = on_runtime(js, async move { auth.finish(&callback).await });
+      promise(js, async move {
+        match done.await {
+          None => Err(super::manager::tool_cache::runtime_failure(js)),
+          Some(Ok(())) => Ok(Held::new(js, js.undefined())),
+          Some(Err(error)) => Err(Held::new(js, js_error::to_js(js, &error))),
+        }
+      })
+    })();
+    super::transport_class::finish(js, result)
   }
 
   /// O1: milliseconds the OAuth flow has waited for the user agent (the connect timeout

@@ -39,6 +39,8 @@ pub fn to_js(js: Js, error: &CoreError) -> Value {
         js.set(value, "mcpAuthServer", js.string(v));
       }
     }
+    // O1: the name the TS SDK's `UnauthorizedError` has.
+    CoreError::Unauthorized => js.set(value, "name", js.string("UnauthorizedError")),
     _ => {}
   }
   if let Some(code) = error.string_code() {

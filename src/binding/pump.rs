@@ -841,6 +841,17 @@ fn answer_auth_call(
     return;
   }
   let oauth = side.borrow().auth.and_then(|r| js.ref_value(r));
+  if let (HostCall::Provider { method, args }, Some(provider)) = (&call, oauth) {
+    let pending = provider_call(js, &host, provider, method, args);
+    executor::spawn(js, async move {
+      let answer = match pending.await {
+        Ok(value) => host.to_json(&value).map_err(|thrown| host.message(&thrown)),
+        Err(thrown) => Err(host.message(&thrown)),
+      };
+      let _ = reply.send(answer);
+    });
+    return;
+  }
   let Some(oauth) = oauth else {
     let _ = reply.send(Err("config.oauth is gone".to_string()));
     return;
@@ -856,7 +867,7 @@ fn answer_auth_call(
       (store(), "set", vec![js.string(&key), value])
     }
     HostCall::StoreDelete(key) => (store(), "delete", vec![js.string(&key)]),
-    HostCall::AuthError => return,
+    HostCall::AuthError | HostCall::Provider { .. } => return,
   };
   let pending = host.call_method(&host.hold(target), method, &args);
   executor::spawn(js, async move {
@@ -866,6 +877,40 @@ fn answer_auth_call(
     };
     let _ = reply.send(answer);
   });
+}
+
+/// O1: `provider[method](...args)`, or the property itself when it is not a function (the
+/// SDK's `redirectUrl` and `clientMetadata` are getters); an absent optional method gives
+/// `undefined`. `redirectToAuthorization` gets a `URL`, as the SDK passes one.
+fn provider_call(
+  js: Js,
+  host: &JsHost,
+  provider: Value,
+  method: &str,
+  args: &[String],
+) -> crate::host::Pending<super::js::Held> {
+  let value = match js.get(provider, method) {
+    Ok(value) => value,
+    Err(Thrown(error)) => return ready(Err(host.hold(error))),
+  };
+  if !js.is_function(value) {
+    return ready(Ok(host.hold(value)));
+  }
+  let mut values: Vec<Value> = args
+    .iter()
+    .map(|a| js.json_parse(a).unwrap_or_else(|_| js.undefined()))
+    .collect();
+  if method == "redirectToAuthorization" {
+    let url = js
+      .get(js.global(), "URL")
+      .ok()
+      .filter(|c| js.is_function(*c))
+      .and_then(|class| js.construct(class, &values).ok());
+    if let Some(url) = url {
+      values = vec![url];
+    }
+  }
+  host.call(value, provider, &values)
 }
 
 /// A new `AbortController` and `{signal}` for a handler, where the runtime has one.

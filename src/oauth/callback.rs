@@ -37,9 +37,10 @@ impl std::fmt::Display for CallbackError {
 }
 
 /// The authorization code, once `callback` passes every check.
+/// `state`: the one we sent, when we know it.
 pub fn authorization_code(
   callback: &str,
-  state: &str,
+  state: Option<&str>,
   issuer: &str,
   issuer_advertised: bool,
 ) -> Result<String, CallbackError> {
@@ -56,7 +57,7 @@ pub fn authorization_code(
       None => error,
     }));
   }
-  if param("state").as_deref() != Some(state) {
+  if state.is_some_and(|state| param("state").as_deref() != Some(state)) {
     return Err(CallbackError::StateMismatch);
   }
   match param("iss") {
@@ -79,15 +80,15 @@ mod tests {
   fn o2_code_after_state_and_issuer_checks() {
     let ok = "http://127.0.0.1/cb?code=abc&state=s1&iss=http%3A%2F%2Flocalhost%3A4000";
     assert_eq!(
-      authorization_code(ok, "s1", ISSUER, true),
+      authorization_code(ok, Some("s1"), ISSUER, true),
       Ok("abc".to_string())
     );
     assert_eq!(
-      authorization_code(ok, "s2", ISSUER, true),
+      authorization_code(ok, Some("s2"), ISSUER, true),
       Err(CallbackError::StateMismatch)
     );
     assert_eq!(
-      authorization_code("http://127.0.0.1/cb?state=s1", "s1", ISSUER, false),
+      authorization_code("http://127.0.0.1/cb?state=s1", Some("s1"), ISSUER, false),
       Err(CallbackError::MissingCode)
     );
   }
@@ -96,23 +97,23 @@ mod tests {
   fn rfc9207_iss_rules() {
     let without = "http://127.0.0.1/cb?code=abc&state=s";
     assert_eq!(
-      authorization_code(without, "s", ISSUER, false),
+      authorization_code(without, Some("s"), ISSUER, false),
       Ok("abc".into())
     );
     assert_eq!(
-      authorization_code(without, "s", ISSUER, true),
+      authorization_code(without, Some("s"), ISSUER, true),
       Err(CallbackError::MissingIssuer)
     );
     let wrong = "http://127.0.0.1/cb?code=abc&state=s&iss=https%3A%2F%2Fevil.example.com";
     // Compared even when not advertised.
     assert!(matches!(
-      authorization_code(wrong, "s", ISSUER, false),
+      authorization_code(wrong, Some("s"), ISSUER, false),
       Err(CallbackError::WrongIssuer(_))
     ));
     // No normalisation: a trailing slash is another issuer.
     let slash = "http://127.0.0.1/cb?code=abc&state=s&iss=http%3A%2F%2Flocalhost%3A4000%2F";
     assert!(matches!(
-      authorization_code(slash, "s", ISSUER, true),
+      authorization_code(slash, Some("s"), ISSUER, true),
       Err(CallbackError::WrongIssuer(_))
     ));
   }
@@ -121,11 +122,11 @@ mod tests {
   fn a_refusal_names_the_servers_error() {
     let denied = "http://127.0.0.1/cb?error=access_denied&error_description=User+said+no&state=s";
     assert_eq!(
-      authorization_code(denied, "s", ISSUER, true),
+      authorization_code(denied, Some("s"), ISSUER, true),
       Err(CallbackError::Denied("access_denied: User said no".into()))
     );
     assert_eq!(
-      authorization_code("not a url", "s", ISSUER, true),
+      authorization_code("not a url", Some("s"), ISSUER, true),
       Err(CallbackError::NotAUrl)
     );
   }

@@ -23,6 +23,7 @@ use super::metadata::{
   ErrorResponse, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
 };
 use super::pkce;
+use super::provider;
 use super::store;
 use super::{AuthHost, Grant, HostCall, OAuthSettings, Step};
 use crate::error::CoreError;
@@ -83,6 +84,20 @@ pub struct Authorizer {
   current: Mutex<Current>,
   /// Time spent waiting for the user agent, which the request timeouts do not count.
   waited: Mutex<(Duration, Option<Instant>)>,
+  /// O1 two-step flow: the authorization the provider's user agent was sent to.
+  pending: Mutex<Option<Pending>>,
+  /// O1: the provider's `redirectUrl` and `clientMetadata`, read with its credential.
+  provider_info: Mutex<(Option<String>, Option<serde_json::Value>)>,
+}
+
+/// An authorization handed to `redirectToAuthorization`, waiting for `finishAuth`.
+struct Pending {
+  state: Option<String>,
+  redirect_uri: String,
+  resource: String,
+  metadata: ServerMetadata,
+  client: Client,
+  scopes: Vec<String>,
 }
 
 enum Refresh {
@@ -107,6 +122,8 @@ impl Authorizer {
       state: tokio::sync::Mutex::default(),
       current: Mutex::default(),
       waited: Mutex::default(),
+      pending: Mutex::default(),
+      provider_info: Mutex::default(),
     }
   }
 
@@ -226,6 +243,34 @@ impl Authorizer {
       return;
     }
     state.loaded = true;
+    if self.settings.provider {
+      let tokens = self
+        .provider_call("tokens", Vec::new())
+        .await
+        .ok()
+        .flatten();
+      let information = self
+        .provider_call("clientInformation", Vec::new())
+        .await
+        .ok()
+        .flatten();
+      let redirect = self
+        .provider_call("redirectUrl", Vec::new())
+        .await
+        .ok()
+        .flatten()
+        .and_then(|v| v.as_str().map(str::to_string));
+      let metadata = self
+        .provider_call("clientMetadata", Vec::new())
+        .await
+        .ok()
+        .flatten();
+      if let Ok(mut info) = self.provider_info.lock() {
+        *info = (redirect, metadata);
+      }
+      state.credential = provider::credential_from_sdk(tokens.as_ref(), information.as_ref());
+      return;
+    }
     let text = if self.settings.host_store {
       self
         .host
@@ -241,6 +286,9 @@ impl Authorizer {
 
   async fn save(&self, state: &mut State, credential: Option<Credential>) {
     state.credential = credential;
+    if self.settings.provider {
+      return self.save_to_provider(state).await;
+    }
     let text = state
       .credential
       .as_ref()
@@ -264,12 +312,145 @@ impl Authorizer {
     }
   }
 
+  /// O1: the provider keeps the tokens and the registered client.
+  async fn save_to_provider(&self, state: &State) {
+    let Some(credential) = &state.credential else {
+      let _ = self
+        .provider_call("invalidateCredentials", vec!["\"all\"".into()])
+        .await;
+      return;
+    };
+    if credential.client.registered {
+      let information = provider::sdk_client_information(&credential.client).to_string();
+      let _ = self
+        .provider_call("saveClientInformation", vec![information])
+        .await;
+    }
+    match &credential.tokens {
+      Some(tokens) => {
+        let tokens = provider::sdk_tokens(tokens, now_ms()).to_string();
+        let _ = self.provider_call("saveTokens", vec![tokens]).await;
+      }
+      None => {
+        let _ = self
+          .provider_call("invalidateCredentials", vec!["\"tokens\"".into()])
+          .await;
+      }
+    }
+  }
+
+  /// `authProvider[method](...args)`: what it settled with, as JSON.
+  async fn provider_call(
+    &self,
+    method: &'static str,
+    args: Vec<String>,
+  ) -> Result<Option<serde_json::Value>, String> {
+    let answer = self.host.call(HostCall::Provider { method, args }).await?;
+    Ok(answer.and_then(|text| serde_json::from_str(&text).ok()))
+  }
+
+  /// O1 two-step flow: completes the authorization `redirectToAuthorization` started, with
+  /// the callback URL the user agent reached (or just its code).
+  ///
+  /// # Errors
+  /// O4, as the one-shot flow's.
+  pub async fn finish(&self, callback: &str) -> Result<(), CoreError> {
+    let failed = |why: String| oauth(Step::Authorization, format!("authorization failed: {why}"));
+    if !self.settings.provider {
+      return Err(failed(
+        "finishAuth() is for config.authProvider; config.oauth completes its flow itself"
+          .to_string(),
+      ));
+    }
+    let mut state = self.state.lock().await;
+    self.load(&mut state).await;
+    let pending = self.pending.lock().ok().and_then(|mut p| p.take());
+    let pending = match pending {
+      Some(pending) => pending,
+      // Another transport (or process) sent the user agent: start from what the provider has.
+      None => {
+        let context = self.discover(None).await?;
+        let client = state
+          .credential
+          .as_ref()
+          .map(|c| c.client.clone())
+          .ok_or_else(|| failed("the provider has no client information".to_string()))?;
+        Pending {
+          state: None,
+          redirect_uri: self.redirect_uri(),
+          resource: context.resource,
+          metadata: context.metadata,
+          client,
+          scopes: Vec::new(),
+        }
+      }
+    };
+    let metadata = &pending.metadata;
+    let code = if Url::parse(callback).is_ok() {
+      let advertised = metadata.authorization_response_iss_parameter_supported == Some(true);
+      authorization_code(
+        callback,
+        pending.state.as_deref(),
+        &metadata.issuer,
+        advertised,
+      )
+      .map_err(|e| failed(e.to_string()))?
+    } else {
+      callback.to_string()
+    };
+    let verifier = self
+      .provider_call("codeVerifier", Vec::new())
+      .await
+      .map_err(|why| failed(format!("codeVerifier() failed: {why}")))?
+      .and_then(|v| v.as_str().map(str::to_string))
+      .ok_or_else(|| failed("codeVerifier() gave no verifier".to_string()))?;
+    let form = vec![
+      ("grant_type", "authorization_code".to_string()),
+      ("code", code),
+      ("redirect_uri", pending.redirect_uri.clone()),
+      ("code_verifier", verifier),
+      ("resource", pending.resource.clone()),
+    ];
+    let tokens = self
+      .token_request(
+        &metadata.token_endpoint,
+        &metadata.issuer,
+        &pending.client,
+        form,
+      )
+      .await
+      .map_err(|f| {
+        oauth(
+          Step::Token,
+          format!("token request failed: {}", f.describe()),
+        )
+      })?;
+    let credential = Credential {
+      issuer: metadata.issuer.clone(),
+      resource: pending.resource,
+      token_endpoint: metadata.token_endpoint.clone(),
+      client: pending.client,
+      tokens: Some(tokens),
+      scopes: pending.scopes,
+    };
+    self.save(&mut state, Some(credential)).await;
+    self.publish(&state, None);
+    Ok(())
+  }
+
   /// O3: the refresh grant. A refusal clears the credential's tokens (the client
   /// registration stays).
   async fn refresh(&self, state: &mut State) -> Result<(), Refresh> {
     let Some(mut credential) = state.credential.clone() else {
       return Err(Refresh::Refused);
     };
+    // A provider's credential says nothing of where it came from: discovery tells.
+    if credential.token_endpoint.is_empty() {
+      let context = self.discover(None).await.map_err(Refresh::Failed)?;
+      credential.issuer = context.metadata.issuer;
+      credential.resource = context.resource;
+      credential.token_endpoint = context.metadata.token_endpoint;
+    }
     let Some(refresh_token) = credential
       .tokens
       .as_ref()
@@ -319,11 +500,19 @@ impl Authorizer {
     let context = self.discover(challenge).await?;
     let issuer = context.metadata.issuer.clone();
     // O3: never reused with another authorization server.
-    let previous = state
-      .credential
-      .take()
-      .filter(|c| c.issuer == issuer && c.resource == context.resource);
+    let previous = state.credential.take().filter(|c| {
+      // A provider's credential has no issuer or resource yet: it is the provider's call.
+      (c.issuer.is_empty() || c.issuer == issuer)
+        && (c.resource.is_empty() || c.resource == context.resource)
+    });
     let client = self.client(previous.as_ref(), &context).await?;
+    if self.settings.provider && client.registered {
+      // Kept at once: a two-step flow stops at the user agent, before any token.
+      let information = provider::sdk_client_information(&client).to_string();
+      let _ = self
+        .provider_call("saveClientInformation", vec![information])
+        .await;
+    }
     let previous_scopes = previous.map(|c| c.scopes).unwrap_or_default();
     let scopes = credential::select_scopes(
       &previous_scopes,
@@ -526,7 +715,7 @@ impl Authorizer {
       Grant::AuthorizationCode => &["authorization_code", "refresh_token"],
       Grant::ClientCredentials => &["client_credentials"],
     };
-    let body = serde_json::json!({
+    let ours = serde_json::json!({
       "client_name": self.settings.client_name.as_deref().unwrap_or(super::DEFAULT_CLIENT_NAME),
       "redirect_uris": [redirect_uri],
       "grant_types": grant_types,
@@ -534,6 +723,8 @@ impl Authorizer {
       "token_endpoint_auth_method": method,
       "application_type": application_type(&redirect_uri),
     });
+    let theirs = self.provider_info.lock().ok().and_then(|i| i.1.clone());
+    let body = provider::registration_body(theirs.as_ref(), ours);
     let response = self
       .http
       .post(endpoint)
@@ -601,9 +792,37 @@ impl Authorizer {
         query.append_pair("scope", &scopes.join(" "));
       }
     }
+    if self.settings.provider {
+      // O1 two-step flow: the provider sends the user agent; `finishAuth` comes back.
+      self
+        .provider_call(
+          "saveCodeVerifier",
+          vec![serde_json::json!(verifier).to_string()],
+        )
+        .await
+        .map_err(|why| failed(format!("saveCodeVerifier() failed: {why}")))?;
+      if let Ok(mut pending) = self.pending.lock() {
+        *pending = Some(Pending {
+          state: Some(state),
+          redirect_uri,
+          resource: context.resource.clone(),
+          metadata: metadata.clone(),
+          client: client.clone(),
+          scopes: scopes.to_vec(),
+        });
+      }
+      self
+        .provider_call(
+          "redirectToAuthorization",
+          vec![serde_json::json!(url.as_str()).to_string()],
+        )
+        .await
+        .map_err(|why| failed(format!("redirectToAuthorization() failed: {why}")))?;
+      return Err(CoreError::Unauthorized);
+    }
     let callback = self.redirect(url.to_string()).await.map_err(failed)?;
     let issuer_advertised = metadata.authorization_response_iss_parameter_supported == Some(true);
-    let code = authorization_code(&callback, &state, &metadata.issuer, issuer_advertised)
+    let code = authorization_code(&callback, Some(&state), &metadata.issuer, issuer_advertised)
       .map_err(|e| failed(e.to_string()))?;
     let form = vec![
       ("grant_type", "authorization_code".to_string()),
@@ -641,10 +860,9 @@ impl Authorizer {
   }
 
   fn redirect_uri(&self) -> String {
-    self
-      .settings
-      .redirect_uri
-      .clone()
+    let provider = self.provider_info.lock().ok().and_then(|i| i.0.clone());
+    provider
+      .or_else(|| self.settings.redirect_uri.clone())
       .unwrap_or_else(|| super::DEFAULT_REDIRECT_URI.to_string())
   }
 

@@ -12,6 +12,7 @@ pub mod discovery;
 pub mod flow;
 pub mod metadata;
 pub mod pkce;
+pub mod provider;
 pub mod store;
 
 use futures::future::BoxFuture;
@@ -67,6 +68,9 @@ pub struct OAuthSettings {
   pub grant: Grant,
   /// The caller gave a `store`; otherwise the process-wide in-memory one is used.
   pub host_store: bool,
+  /// `config.authProvider`: the caller's `OAuthClientProvider` keeps the credential and
+  /// sends the user agent; `finishAuth` completes the flow.
+  pub provider: bool,
 }
 
 /// Where the redirect goes when the caller does not say (RFC 8252 loopback).
@@ -86,6 +90,12 @@ pub enum HostCall {
   StoreDelete(String),
   /// O6: the transport's `onAuthError()`: new headers for a retry, or `null`.
   AuthError,
+  /// O1: `authProvider[method](...args)` (args as JSON text), or the property's value when
+  /// it is not a function; a missing optional method answers `undefined`.
+  Provider {
+    method: &'static str,
+    args: Vec<String>,
+  },
 }
 
 /// The host's answer: JSON text of what the call resolved with (`None` for `undefined`),

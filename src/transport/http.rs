@@ -164,6 +164,11 @@ impl HttpTransport {
     self.shared.session_id()
   }
 
+  /// O1: the OAuth flow of `config.oauth` / `config.authProvider`, if there is one.
+  pub fn authorizer(&self) -> Option<Arc<Authorizer>> {
+    self.shared.auth.clone()
+  }
+
   /// O1: the time requests have waited for the user agent in the OAuth flow.
   pub fn user_wait(&self) -> Duration {
     self.shared.user_wait()
