@@ -107,6 +107,10 @@ export interface MCPOAuthOptions {
   privateKey?: string;
   /** The key's algorithm: `"ES256"` (default) or `"RS256"`. */
   signingAlgorithm?: "ES256" | "RS256";
+  /** O5: ask for DPoP-bound tokens (RFC 9449): an ES256 key of the client's own (kept with
+   * the credential) signs a fresh proof for every token request and every request that
+   * presents the token (`Authorization: DPoP …`); server nonces are honoured. */
+  dpop?: boolean;
 }
 
 /** O1: the TypeScript SDK's `OAuthClientProvider`, as far as mcp-native uses it. */

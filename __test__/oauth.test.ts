@@ -150,6 +150,20 @@ describe("O5 private_key_jwt", () => {
   });
 });
 
+describe("O5 DPoP", () => {
+  it("O5: dpop binds the token to our key: DPoP scheme, a fresh proof per request, the server's nonce honoured", async () => {
+    const f = await fixture({ dpopNonce: "n-1" });
+    const client = await connect({ url: f.url, oauth: { redirect: f.redirect, dpop: true, store: memoryStore() } });
+    expect(await whoami(client)).toBe(`client-1 via ${f.base}/as`);
+    expect(await whoami(client)).toBe(`client-1 via ${f.base}/as`);
+    const presented = f.mcpRequests.filter((r) => r.authorization);
+    expect(presented.length).toBeGreaterThan(2);
+    expect(presented.every((r) => r.authorization!.startsWith("DPoP at-"))).toBe(true);
+    // One flow; the nonce challenge was answered by a retry, not by another authorization.
+    expect(f.authorizations).toHaveLength(1);
+  });
+});
+
 describe("O3 tokens", () => {
   it("O3: a token about to expire is refreshed before it is sent", async () => {
     const f = await fixture({ lifetime: 2 });

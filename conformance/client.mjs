@@ -30,6 +30,7 @@ function oauthOptions() {
     ...(context.client_secret && { clientSecret: context.client_secret }),
     ...(context.private_key_pem && { privateKey: context.private_key_pem, signingAlgorithm: context.signing_algorithm }),
     ...(clientCredentials && { grantType: 'client_credentials' }),
+    ...(scenario.startsWith('auth/dpop') && { dpop: true }),
   }
 }
 

@@ -87,8 +87,8 @@ function tally(output, set) {
   }
 }
 
-// O5 client_credentials (both client authentications) in every set.
-const REQUIRED_UNSCORED = ['auth/client-credentials-basic', 'auth/client-credentials-jwt']
+// O5: client_credentials (both client authentications) and DPoP (with and without nonces).
+const REQUIRED_UNSCORED = ['auth/client-credentials-basic', 'auth/client-credentials-jwt', 'auth/dpop', 'auth/dpop-nonce']
 
 function notScoredClientScenarios(set) {
   const file = join(root, 'node_modules/@modelcontextprotocol/conformance/requirements', `${set}.yaml`)

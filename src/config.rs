@@ -194,6 +194,10 @@ fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option
     redirect_uri: text("redirectUri")?,
     private_key: text("privateKey")?,
     signing_algorithm: text("signingAlgorithm")?,
+    dpop: match field(host, &oauth, "dpop")? {
+      None => false,
+      Some(v) => host.truthy(&v),
+    },
     grant,
     host_store: field(host, &oauth, "store")?.is_some(),
     provider: false,

@@ -78,6 +78,25 @@ fn write_synced(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
   file.sync_all()
 }
 
+/// The `entries` of a `{"version": <version>, "entries": {…}}` file; a missing, unreadable,
+/// corrupt or other-version file reads as empty.
+pub fn read_entries(path: &Path, version: u64) -> serde_json::Map<String, serde_json::Value> {
+  use serde_json::{Map, Value};
+  let Ok(bytes) = fs::read(path) else {
+    return Map::new();
+  };
+  let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&bytes) else {
+    return Map::new();
+  };
+  if root.get("version").and_then(Value::as_u64) != Some(version) {
+    return Map::new();
+  }
+  match root.remove("entries") {
+    Some(Value::Object(entries)) => entries,
+    _ => Map::new(),
+  }
+}
+
 pub fn now_ms() -> u64 {
   SystemTime::now()
     .duration_since(UNIX_EPOCH)

@@ -8,8 +8,8 @@ use napi_derive::napi;
 use crate::binding::executor::{on_runtime, promise};
 use crate::binding::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown};
 use crate::binding::js_error;
-use crate::binding::manager::tool_cache::{json_of, runtime_failure};
-use crate::binding::transport_class::{finish, thrown};
+use crate::binding::manager::tool_cache::{json_of, path_argument, runtime_failure};
+use crate::binding::transport_class::finish;
 use crate::oauth::store::FileTokenStore;
 
 /// O3: OAuth credentials in one JSON file readable by its owner only (mode 0600), written
@@ -55,19 +55,9 @@ impl JsFileTokenStore {
 impl JsFileTokenStore {
   #[napi(constructor, ts_args_type = "path: string")]
   pub fn new(env: Env, path: JsArg) -> napi::Result<Self> {
-    let js = Js::new(env.raw());
-    match js.rust_string(path.0).filter(|p| !p.is_empty()) {
-      Some(path) => Ok(JsFileTokenStore {
-        store: Arc::new(FileTokenStore::new(path)),
-      }),
-      None => Err(thrown(
-        js,
-        Thrown(js_error::type_error(
-          js,
-          "The \"path\" argument must be a non-empty string",
-        )),
-      )),
-    }
+    Ok(JsFileTokenStore {
+      store: Arc::new(FileTokenStore::new(path_argument(env, path)?)),
+    })
   }
 
   /// The store file.

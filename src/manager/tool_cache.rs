@@ -3,7 +3,6 @@
 
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -71,19 +70,7 @@ impl FileToolCache {
 
   /// The entries of a well-formed version-1 file; anything else reads as empty.
   fn read_entries(&self) -> Map<String, Value> {
-    let Ok(bytes) = fs::read(&self.path) else {
-      return Map::new();
-    };
-    let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&bytes) else {
-      return Map::new();
-    };
-    if root.get("version").and_then(Value::as_u64) != Some(VERSION) {
-      return Map::new();
-    }
-    match root.remove("entries") {
-      Some(Value::Object(entries)) => entries,
-      _ => Map::new(),
-    }
+    persist::read_entries(&self.path, VERSION)
   }
 
   fn is_fresh(&self, entry: &Map<String, Value>, now_ms: u64) -> bool {
@@ -148,6 +135,7 @@ fn write_stable(value: &Value, out: &mut String) {
 mod tests {
   use super::*;
   use crate::manager::test_dir::TempDir;
+  use std::fs;
 
   /// A cache in a directory that does not exist yet, so `set` has to create it.
   fn cache_in(dir: &TempDir) -> FileToolCache {

@@ -14,12 +14,12 @@ pub struct Challenge {
 }
 
 impl Challenge {
-  /// The `Bearer` challenge among those of `header`, if there is one.
+  /// The `Bearer` (or, RFC 9449, `DPoP`) challenge among those of `header`, if any.
   pub fn parse(header: &str) -> Option<Challenge> {
     let challenges = parse_challenges(header);
-    let (_, params) = challenges
-      .into_iter()
-      .find(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))?;
+    let (_, params) = challenges.into_iter().find(|(scheme, _)| {
+      scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("dpop")
+    })?;
     let mut challenge = Challenge::default();
     for (name, value) in params {
       let slot = match name.to_ascii_lowercase().as_str() {
@@ -156,6 +156,14 @@ mod tests {
     let challenge = Challenge::parse("Basic dXNlcjpwYXNz, bearer SCOPE=\"a\"").unwrap();
     assert_eq!(challenge.scope.as_deref(), Some("a"));
     assert_eq!(Challenge::parse("Bearer").unwrap(), Challenge::default());
+  }
+
+  #[test]
+  fn rfc9449_dpop_challenges_count_too() {
+    let challenge =
+      Challenge::parse(r#"DPoP error="use_dpop_nonce", resource_metadata="http://x/m""#).unwrap();
+    assert_eq!(challenge.error.as_deref(), Some("use_dpop_nonce"));
+    assert_eq!(challenge.resource_metadata.as_deref(), Some("http://x/m"));
   }
 
   #[test]

@@ -17,6 +17,9 @@ pub struct Credential {
   /// The scopes asked for so far (step-up accumulates them).
   #[serde(default, skip_serializing_if = "Vec::is_empty")]
   pub scopes: Vec<String>,
+  /// O5: the DPoP key the tokens are bound to (PKCS#8, base64url).
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub dpop_key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +48,18 @@ pub struct Tokens {
   pub issued_at: Option<u64>,
   #[serde(default, skip_serializing_if = "Option::is_none")]
   pub scope: Option<String>,
+  /// `Bearer` or `DPoP`, as the token endpoint said.
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub token_type: Option<String>,
+}
+
+impl Tokens {
+  pub fn dpop_bound(&self) -> bool {
+    self
+      .token_type
+      .as_deref()
+      .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
+  }
 }
 
 /// How long before expiry a token is refreshed: a minute, or a tenth of a short lifetime.
@@ -215,6 +230,7 @@ mod tests {
       expires_at: Some(expires),
       issued_at: Some(issued),
       scope: None,
+      token_type: None,
     };
     assert_eq!(tokens(0, 3_600_000).refresh_at(), Some(3_540_000));
     assert_eq!(tokens(0, 10_000).refresh_at(), Some(9_000));
@@ -241,6 +257,7 @@ mod tests {
       },
       tokens: None,
       scopes: vec![],
+      dpop_key: None,
     };
     let text = serde_json::to_string(&credential).unwrap();
     assert_eq!(

@@ -19,6 +19,7 @@ use super::callback::authorization_code;
 use super::challenge::Challenge;
 use super::credential::{self, Client, Credential, Tokens};
 use super::discovery;
+use super::dpop::DpopKey;
 use super::metadata::{
   ErrorResponse, RegistrationResponse, ResourceMetadata, ServerMetadata, TokenResponse,
 };
@@ -49,6 +50,8 @@ fn oauth(step: Step, message: impl Into<String>) -> CoreError {
 pub struct Rounds {
   authorizations: u32,
   refreshed: bool,
+  /// O5: `use_dpop_nonce` retries.
+  nonces: u32,
 }
 
 /// The token headers read without waiting: published after every change of state.
@@ -58,6 +61,7 @@ struct Current {
   token: Option<String>,
   /// Milliseconds since the epoch after which `bearer()` refreshes first.
   refresh_at: Option<u64>,
+  dpop_bound: bool,
 }
 
 #[derive(Default)]
@@ -88,6 +92,20 @@ pub struct Authorizer {
   pending: Mutex<Option<Pending>>,
   /// O1: the provider's `redirectUrl` and `clientMetadata`, read with its credential.
   provider_info: Mutex<(Option<String>, Option<serde_json::Value>)>,
+  /// O5: the DPoP key, and the latest nonces of the authorization and resource servers.
+  dpop: Mutex<Option<Arc<DpopKey>>>,
+  as_nonce: Mutex<Option<String>>,
+  rs_nonce: Mutex<Option<String>>,
+}
+
+/// What a request sends for its credential.
+pub struct Presented {
+  /// The access token (to tell, on a 401, whether it has been replaced meanwhile).
+  pub token: String,
+  /// The `Authorization` value: `Bearer <token>` or `DPoP <token>`.
+  pub authorization: String,
+  /// The `DPoP` proof, for a DPoP-bound token.
+  pub proof: Option<String>,
 }
 
 /// An authorization handed to `redirectToAuthorization`, waiting for `finishAuth`.
@@ -124,6 +142,9 @@ impl Authorizer {
       waited: Mutex::default(),
       pending: Mutex::default(),
       provider_info: Mutex::default(),
+      dpop: Mutex::default(),
+      as_nonce: Mutex::default(),
+      rs_nonce: Mutex::default(),
     }
   }
 
@@ -162,6 +183,47 @@ impl Authorizer {
     token_of(&state)
   }
 
+  /// What a `method` request to `url` presents: the token, with a fresh DPoP proof when the
+  /// token is bound to our key (O5).
+  pub async fn present(&self, method: &str, url: &str) -> Option<Presented> {
+    let token = self.bearer().await?;
+    let bound = self.current.lock().is_ok_and(|c| c.dpop_bound);
+    let key = self.dpop.lock().ok().and_then(|k| k.clone());
+    match key.filter(|_| bound) {
+      Some(key) => {
+        let nonce = self.rs_nonce.lock().ok().and_then(|n| n.clone());
+        let jti = pkce::random_token().ok()?;
+        let proof = key
+          .proof(
+            method,
+            url,
+            Some(&token),
+            nonce.as_deref(),
+            now_ms() / 1000,
+            &jti,
+          )
+          .ok()?;
+        Some(Presented {
+          authorization: format!("DPoP {token}"),
+          token,
+          proof: Some(proof),
+        })
+      }
+      None => Some(Presented {
+        authorization: format!("Bearer {token}"),
+        token,
+        proof: None,
+      }),
+    }
+  }
+
+  /// O5: a resource server's `DPoP-Nonce`, for the proofs that follow.
+  pub fn note_resource_nonce(&self, nonce: &str) {
+    if let Ok(mut stored) = self.rs_nonce.lock() {
+      *stored = Some(nonce.to_string());
+    }
+  }
+
   /// O2/O3: answers a challenge (`status` 401, or 403 `insufficient_scope`) to a request
   /// that sent `used`. `Ok` means: send the request again.
   ///
@@ -174,6 +236,15 @@ impl Authorizer {
     used: Option<&str>,
     rounds: &mut Rounds,
   ) -> Result<(), CoreError> {
+    // O5 (RFC 9449 §9): a nonce asked for is a retry, not an authorization.
+    if status == 401
+      && challenge.and_then(|c| c.error.as_deref()) == Some("use_dpop_nonce")
+      && self.rs_nonce.lock().is_ok_and(|n| n.is_some())
+      && rounds.nonces < 2
+    {
+      rounds.nonces += 1;
+      return Ok(());
+    }
     let mut state = self.state.lock().await;
     self.load(&mut state).await;
     if status == 401 {
@@ -234,6 +305,7 @@ impl Authorizer {
         loaded: true,
         token: tokens.map(|t| t.access_token.clone()),
         refresh_at,
+        dpop_bound: tokens.is_some_and(Tokens::dpop_bound),
       };
     }
   }
@@ -282,6 +354,30 @@ impl Authorizer {
       store::memory_get(&self.key)
     };
     state.credential = text.and_then(|t| serde_json::from_str::<Credential>(&t).ok());
+    let stored_key = state
+      .credential
+      .as_ref()
+      .and_then(|c| c.dpop_key.as_deref())
+      .and_then(|k| DpopKey::from_base64(k).ok());
+    if let (Some(key), Ok(mut slot)) = (stored_key, self.dpop.lock()) {
+      *slot = Some(Arc::new(key));
+    }
+  }
+
+  /// O5: the DPoP key (made on first use), when `oauth.dpop` asks for DPoP.
+  fn dpop_key(&self) -> Option<Arc<DpopKey>> {
+    if !self.settings.dpop {
+      return None;
+    }
+    let mut slot = self.dpop.lock().ok()?;
+    if slot.is_none() {
+      *slot = DpopKey::generate().ok().map(Arc::new);
+    }
+    slot.clone()
+  }
+
+  fn dpop_key_text(&self) -> Option<String> {
+    self.dpop_key().map(|k| k.pkcs8_base64())
   }
 
   async fn save(&self, state: &mut State, credential: Option<Credential>) {
@@ -412,19 +508,13 @@ impl Authorizer {
       ("resource", pending.resource.clone()),
     ];
     let tokens = self
-      .token_request(
+      .grant(
         &metadata.token_endpoint,
         &metadata.issuer,
         &pending.client,
         form,
       )
-      .await
-      .map_err(|f| {
-        oauth(
-          Step::Token,
-          format!("token request failed: {}", f.describe()),
-        )
-      })?;
+      .await?;
     let credential = Credential {
       issuer: metadata.issuer.clone(),
       resource: pending.resource,
@@ -432,6 +522,7 @@ impl Authorizer {
       client: pending.client,
       tokens: Some(tokens),
       scopes: pending.scopes,
+      dpop_key: self.dpop_key_text(),
     };
     self.save(&mut state, Some(credential)).await;
     self.publish(&state, None);
@@ -532,19 +623,13 @@ impl Authorizer {
           form.push(("scope", scopes.join(" ")));
         }
         self
-          .token_request(
+          .grant(
             &context.metadata.token_endpoint,
             &context.metadata.issuer,
             &client,
             form,
           )
-          .await
-          .map_err(|f| {
-            oauth(
-              Step::Token,
-              format!("token request failed: {}", f.describe()),
-            )
-          })?
+          .await?
       }
     };
     let credential = Credential {
@@ -554,6 +639,7 @@ impl Authorizer {
       client,
       tokens: Some(tokens),
       scopes,
+      dpop_key: self.dpop_key_text(),
     };
     self.save(state, Some(credential)).await;
     Ok(())
@@ -832,14 +918,8 @@ impl Authorizer {
       ("resource", context.resource.clone()),
     ];
     self
-      .token_request(&metadata.token_endpoint, &metadata.issuer, client, form)
+      .grant(&metadata.token_endpoint, &metadata.issuer, client, form)
       .await
-      .map_err(|f| {
-        oauth(
-          Step::Token,
-          format!("token request failed: {}", f.describe()),
-        )
-      })
   }
 
   /// The host's `redirect(url)`, timed apart from the requests waiting on it.
@@ -864,6 +944,25 @@ impl Authorizer {
     provider
       .or_else(|| self.settings.redirect_uri.clone())
       .unwrap_or_else(|| super::DEFAULT_REDIRECT_URI.to_string())
+  }
+
+  /// A token request of the flow (not a refresh): its failure is O4's `OAUTH_TOKEN`.
+  async fn grant(
+    &self,
+    endpoint: &str,
+    issuer: &str,
+    client: &Client,
+    form: Vec<(&'static str, String)>,
+  ) -> Result<Tokens, CoreError> {
+    self
+      .token_request(endpoint, issuer, client, form)
+      .await
+      .map_err(|f| {
+        oauth(
+          Step::Token,
+          format!("token request failed: {}", f.describe()),
+        )
+      })
   }
 
   /// RFC 6749 §3.2 with the client's authentication method.
@@ -908,14 +1007,54 @@ impl Authorizer {
     let body = url::form_urlencoded::Serializer::new(String::new())
       .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
       .finish();
-    let response = request
+    let request = request
       .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-      .body(body)
-      .send()
-      .await
-      .map_err(|e| TokenFailure::Failed(request_failure(&e)))?;
-    let status = response.status().as_u16();
-    let bytes = read_limited(response).await.map_err(TokenFailure::Failed)?;
+      .body(body);
+    let key = self.dpop_key();
+    // O5 (RFC 9449 §8): at most one retry with the nonce the server asks for.
+    let mut attempts = 0;
+    let (status, bytes) = loop {
+      attempts += 1;
+      let mut attempt = request
+        .try_clone()
+        .ok_or_else(|| TokenFailure::Failed("the token request cannot be repeated".to_string()))?;
+      if let Some(key) = &key {
+        let nonce = self.as_nonce.lock().ok().and_then(|n| n.clone());
+        let jti = pkce::random_token().map_err(|e| TokenFailure::Failed(e.to_string()))?;
+        let proof = key
+          .proof(
+            "POST",
+            endpoint,
+            None,
+            nonce.as_deref(),
+            now_ms() / 1000,
+            &jti,
+          )
+          .map_err(TokenFailure::Failed)?;
+        attempt = attempt.header("DPoP", proof);
+      }
+      let response = attempt
+        .send()
+        .await
+        .map_err(|e| TokenFailure::Failed(request_failure(&e)))?;
+      let status = response.status().as_u16();
+      let nonce = response
+        .headers()
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+      let bytes = read_limited(response).await.map_err(TokenFailure::Failed)?;
+      if let (Some(nonce), Some(_)) = (nonce, &key) {
+        if let Ok(mut stored) = self.as_nonce.lock() {
+          *stored = Some(nonce);
+        }
+        let error: ErrorResponse = serde_json::from_slice(&bytes).unwrap_or_default();
+        if status == 400 && error.error.as_deref() == Some("use_dpop_nonce") && attempts < 2 {
+          continue;
+        }
+      }
+      break (status, bytes);
+    };
     if !(200..300).contains(&status) {
       let error: ErrorResponse = serde_json::from_slice(&bytes).unwrap_or_default();
       // A 4xx is the server's verdict on the grant (RFC 6749 §5.2 uses 400 and 401; a
@@ -938,6 +1077,7 @@ impl Authorizer {
         .map(|s| now.saturating_add((s * 1000.0) as u64)),
       issued_at: Some(now),
       scope: answer.scope,
+      token_type: answer.token_type,
     })
   }
 

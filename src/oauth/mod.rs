@@ -9,6 +9,7 @@ pub mod callback;
 pub mod challenge;
 pub mod credential;
 pub mod discovery;
+pub mod dpop;
 pub mod flow;
 pub mod metadata;
 pub mod pkce;
@@ -65,6 +66,8 @@ pub struct OAuthSettings {
   /// O5: `private_key_jwt`: the client's PKCS#8 PEM key and its algorithm (default ES256).
   pub private_key: Option<String>,
   pub signing_algorithm: Option<String>,
+  /// O5: DPoP-bound tokens (RFC 9449) instead of bearer tokens.
+  pub dpop: bool,
   pub grant: Grant,
   /// The caller gave a `store`; otherwise the process-wide in-memory one is used.
   pub host_store: bool,

@@ -34,6 +34,7 @@ pub fn credential_from_sdk(
     expires_at: None,
     issued_at: None,
     scope: text(tokens, "scope"),
+    token_type: text(tokens, "token_type"),
   });
   Some(Credential {
     issuer: String::new(),
@@ -47,12 +48,14 @@ pub fn credential_from_sdk(
     },
     tokens,
     scopes: Vec::new(),
+    dpop_key: None,
   })
 }
 
 /// `OAuthTokens` for `saveTokens()`.
 pub fn sdk_tokens(tokens: &Tokens, now_ms: u64) -> Value {
-  let mut out = json!({ "access_token": tokens.access_token, "token_type": "Bearer" });
+  let token_type = tokens.token_type.as_deref().unwrap_or("Bearer");
+  let mut out = json!({ "access_token": tokens.access_token, "token_type": token_type });
   if let Some(refresh) = &tokens.refresh_token {
     out["refresh_token"] = json!(refresh);
   }

@@ -3,7 +3,6 @@
 //! written the way the tool cache is (atomic replace under a lock). A caller's own store is
 //! reached through the host (`HostCall::Store*`).
 use std::collections::HashMap;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -83,19 +82,7 @@ impl FileTokenStore {
   }
 
   fn read_entries(&self) -> Map<String, Value> {
-    let Ok(bytes) = fs::read(&self.path) else {
-      return Map::new();
-    };
-    let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&bytes) else {
-      return Map::new();
-    };
-    if root.get("version").and_then(Value::as_u64) != Some(VERSION) {
-      return Map::new();
-    }
-    match root.remove("entries") {
-      Some(Value::Object(entries)) => entries,
-      _ => Map::new(),
-    }
+    persist::read_entries(&self.path, VERSION)
   }
 }
 
@@ -103,6 +90,7 @@ impl FileTokenStore {
 mod tests {
   use super::*;
   use crate::manager::test_dir::TempDir;
+  use std::fs;
 
   #[test]
   fn o3_file_store_round_trip_private_and_atomic() {

@@ -472,7 +472,7 @@ impl Shared {
     frame: String,
   ) -> Result<(Response, Option<String>), CoreError> {
     let mut headers = self.request_headers(session);
-    let token = self.bearer(&mut headers).await;
+    let token = self.present(&mut headers, "POST", &url).await;
     let response = self
       .client()?
       .post(url.clone())
@@ -482,16 +482,23 @@ impl Shared {
       .await
       .map_err(|e| network_error(&url, &e))?;
     self.capture_session(&response);
+    if let (Some(auth), Some(nonce)) = (&self.auth, dpop_nonce(&response)) {
+      auth.note_resource_nonce(&nonce);
+    }
     Ok((response, token))
   }
 
-  /// O2: `Authorization: Bearer` with the flow's token, over any configured header.
-  async fn bearer(&self, headers: &mut HeaderMap) -> Option<String> {
-    let token = self.auth.as_ref()?.bearer().await?;
-    if let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}")) {
+  /// O2: the flow's token (`Bearer`, or O5's `DPoP` with a fresh proof for `method` on
+  /// `url`), over any configured `Authorization`; the token goes back.
+  async fn present(&self, headers: &mut HeaderMap, method: &str, url: &Url) -> Option<String> {
+    let presented = self.auth.as_ref()?.present(method, url.as_str()).await?;
+    if let Ok(value) = HeaderValue::from_str(&presented.authorization) {
       headers.insert(AUTHORIZATION, value);
     }
-    Some(token)
+    if let Some(proof) = presented.proof.and_then(|p| HeaderValue::from_str(&p).ok()) {
+      headers.insert("dpop", proof);
+    }
+    Some(presented.token)
   }
 
   /// Request timeouts do not count the time the user spends in the user agent.
@@ -620,6 +627,15 @@ fn auth_challenge(response: &Response) -> Option<Option<Challenge>> {
     }
     _ => None,
   }
+}
+
+/// O5: a `DPoP-Nonce` the server sends for the next proofs.
+fn dpop_nonce(response: &Response) -> Option<String> {
+  response
+    .headers()
+    .get("dpop-nonce")
+    .and_then(|v| v.to_str().ok())
+    .map(str::to_string)
 }
 
 /// The defaults, then `headers` (which may override them).
@@ -948,7 +964,9 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     Err(error) => return Opened::Failed(error),
   };
   let mut headers = listener_headers(shared, session);
-  shared.bearer(&mut headers).await;
+  shared
+    .present(&mut headers, "GET", &shared.config.url)
+    .await;
   if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
     headers.insert(LAST_EVENT_ID_HEADER, value);
   }

@@ -36,6 +36,22 @@ fn entry_key(js: Js, server: JsArg, config: JsArg) -> Result<(String, serde_json
   Ok((server, config))
 }
 
+/// A file class's `path` argument: a non-empty string, else the TypeError (E2).
+pub(crate) fn path_argument(env: Env, path: JsArg) -> napi::Result<String> {
+  let js = Js::new(env.raw());
+  js.rust_string(path.0)
+    .filter(|p| !p.is_empty())
+    .ok_or_else(|| {
+      thrown(
+        js,
+        Thrown(js_error::type_error(
+          js,
+          "The \"path\" argument must be a non-empty string",
+        )),
+      )
+    })
+}
+
 pub(crate) fn runtime_failure(js: Js) -> Held {
   Held::new(
     js,
@@ -47,19 +63,9 @@ pub(crate) fn runtime_failure(js: Js) -> Held {
 impl JsFileToolCache {
   #[napi(constructor, ts_args_type = "path: string")]
   pub fn new(env: Env, path: JsArg) -> napi::Result<Self> {
-    let js = Js::new(env.raw());
-    match js.rust_string(path.0).filter(|p| !p.is_empty()) {
-      Some(path) => Ok(JsFileToolCache {
-        cache: Arc::new(FileToolCache::new(path)),
-      }),
-      None => Err(thrown(
-        js,
-        Thrown(js_error::type_error(
-          js,
-          "The \"path\" argument must be a non-empty string",
-        )),
-      )),
-    }
+    Ok(JsFileToolCache {
+      cache: Arc::new(FileToolCache::new(path_argument(env, path)?)),
+    })
   }
 
   /// The cache file.
