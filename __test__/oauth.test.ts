@@ -77,6 +77,23 @@ describe("O1/O2 the authorization-code flow", () => {
     expect(f.mcpRequests.slice(1).every((r) => r.authorization?.startsWith("Bearer at-"))).toBe(true);
   });
 
+  it("O2: an authorization server that does not advertise PKCE S256 is refused before the user agent opens", async () => {
+    const f = await fixture({ pkce: false });
+    let opened = 0;
+    const t = await native.createHttpTransport({
+      type: "http",
+      url: f.url,
+      oauth: { redirect: async (url: string) => (opened++, f.redirect(url)), store: memoryStore() },
+    } as any);
+    cleanups.push(() => t.close());
+    await expect(t.request("tools/list", {}).catch((e: any) => ({ message: e.message, code: e.code }))).resolves.toEqual({
+      message: `OAuth: authorization server metadata discovery failed: ${f.base}/as does not offer PKCE with S256`,
+      code: "OAUTH_METADATA",
+    });
+    expect(opened).toBe(0);
+    expect(f.registrations).toEqual([]);
+  });
+
   it("O1: config.oauth is checked: redirect is required, store needs its methods", async () => {
     const f = await fixture();
     await expect(native.createHttpTransport({ type: "http", url: f.url, oauth: {} } as any)).rejects.toThrow(
