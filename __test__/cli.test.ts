@@ -632,4 +632,34 @@ describe("O7 login and logout", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  const bun = join(root, "node_modules", ".bin", "bun");
+  it.skipIf(!existsSync(bun))("O7 under Bun: login's loopback listener, the browser spawn and the token file", async () => {
+    const { startOAuthFixture } = await import("./fixtures/oauth-server");
+    const f = await startOAuthFixture();
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-bun-login-"));
+    const run = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        const env = {
+          ...process.env,
+          MCP_NATIVE_TOKENS: join(dir, "tokens.json"),
+          MCP_NATIVE_BROWSER: `'${process.execPath}' '${fileURLToPath(new URL("./fixtures/fake-browser.mjs", import.meta.url))}'`,
+        };
+        execFile(bun, [bin, ...args], { cwd, env, timeout: 15_000 }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number((error as any).code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    try {
+      const login = await run(["login", "--url", f.url]);
+      expect(login.code, login.stderr).toBe(0);
+      expect(login.stdout).toBe(`signed in to ${f.url} through ${f.base}/as\n`);
+      const call = await run(["call", "--url", f.url, "whoami"]);
+      expect(call.code, call.stderr).toBe(0);
+      expect(call.stdout).toBe(`client-1 via ${f.base}/as\n`);
+      expect(statSync(join(dir, "tokens.json")).mode & 0o777).toBe(0o600);
+    } finally {
+      await f.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
