@@ -4,6 +4,8 @@ import { createRequire } from "node:module";
 const binding = createRequire(import.meta.url)("./index.js");
 
 export const {
+  parseMCPToolName,
+  createMCPToolName,
   callMCP,
   parseSSE,
   toJsonRpcError,
@@ -19,8 +21,6 @@ export const {
   connectToServer,
   disconnectServer,
   serverSupportsTools,
-  parseMCPToolName,
-  createMCPToolName,
   StdioTransport,
   FileTokenStore,
   HttpTransport,

@@ -97,6 +97,12 @@ pub trait Transports: Values {
   /// P6: tells a transport of ours which connection's cached lists its list_changed
   /// notifications make stale; other transports are left alone.
   fn attach_connection(&self, transport: &Self::Value, connection: &Self::Value);
+  /// N3: switches a transport of ours to the stateless era of `version`, every request
+  /// carrying `meta` (JSON text) in its `_meta`; `None` switches back. `false` for a
+  /// transport that cannot (not one of ours).
+  fn set_stateless(&self, _transport: &Self::Value, _era: Option<(&str, &str)>) -> bool {
+    false
+  }
   /// O1: how long the transport's OAuth flow has waited for the user agent, which the
   /// connect timeout does not count. Zero for transports without one.
   fn user_wait(&self, _transport: &Self::Value) -> Duration {

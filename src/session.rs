@@ -159,6 +159,8 @@ struct State {
   protocol_version: Option<String>,
   /// P6: the server's requests our handlers are still working on, by raw JSON id.
   serving: std::collections::HashSet<String>,
+  /// N3: in the stateless era, the `_meta` every request carries.
+  stateless_meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 pub struct Session {
@@ -190,6 +192,7 @@ impl Session {
         pending: HashMap::new(),
         protocol_version: None,
         serving: Default::default(),
+        stateless_meta: None,
       }),
       outbox,
       events,
@@ -244,6 +247,12 @@ impl Session {
       .then(|| message::with_progress_token(params, id))
       .flatten();
     let params = with_token.as_deref().or(params);
+    // N3: the stateless era's envelope, on every request.
+    let with_meta = state
+      .stateless_meta
+      .as_ref()
+      .and_then(|meta| message::with_meta_entries(params, meta.clone()));
+    let params = with_meta.as_deref().or(params);
     state.next_ticket += 1;
     // Without the caller's timing, transports that time their own phases (HTTP) arm none.
     let timeout = match options.timing {
@@ -589,6 +598,26 @@ impl Session {
 
   pub fn protocol_version(&self) -> Option<String> {
     self.state().protocol_version.clone()
+  }
+
+  /// N3: from now on requests are stateless ones of `version`, each carrying `meta` in its
+  /// `_meta`; `None` goes back to the handshake era (a server that only speaks that).
+  pub fn set_stateless(&self, era: Option<(String, serde_json::Map<String, serde_json::Value>)>) {
+    let mut state = self.state();
+    match era {
+      Some((version, meta)) => {
+        state.protocol_version = Some(version);
+        state.stateless_meta = Some(meta);
+      }
+      None => {
+        state.protocol_version = None;
+        state.stateless_meta = None;
+      }
+    }
+  }
+
+  pub fn is_stateless(&self) -> bool {
+    self.state().stateless_meta.is_some()
   }
 
   /// Whether request `id` is still waiting for its answer.

@@ -271,6 +271,22 @@ impl<T: OnJs> Transports for T {
     call_if_present(js, transport, "_attachConnection", &[connection.get(js)]);
   }
 
+  fn set_stateless(&self, transport: &Held, era: Option<(&str, &str)>) -> bool {
+    let js = self.on().js;
+    let object = transport.get(js);
+    if !js
+      .get(object, "_setStateless")
+      .is_ok_and(|f| js.is_function(f))
+    {
+      return false;
+    }
+    let args = match era {
+      Some((version, meta)) => vec![js.string(version), js.string(meta)],
+      None => Vec::new(),
+    };
+    call_method(js, object, "_setStateless", &args).is_ok()
+  }
+
   fn user_wait(&self, transport: &Held) -> Duration {
     let js = self.on().js;
     let object = transport.get(js);

@@ -209,6 +209,16 @@ macro_rules! transport_class {
       pub fn attach_connection(&mut self, connection: $crate::binding::js::JsArg) {
         self.side.borrow_mut().attach_connection(connection.0)
       }
+
+      /// N3: the stateless era of `version`, with the `_meta` (JSON text) every request
+      /// carries; no arguments go back to the handshake era. Set by the connect flow.
+      #[napi(js_name = "_setStateless", skip_typescript)]
+      pub fn set_stateless(&self, version: Option<String>, meta: Option<String>) {
+        let era = version.zip(meta.and_then(|m| serde_json::from_str(&m).ok()));
+        if let Some(session) = &self.side.borrow().session {
+          session.set_stateless(era);
+        }
+      }
     }
 
     impl Drop for $class {

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::features::{self, ClientFeatures};
 use super::handshake::{
-  connect_timeout_message, initialize_params, unsupported_version_message, ClientOptions,
+  self, connect_timeout_message, initialize_params, unsupported_version_message, ClientOptions,
   SUPPORTED_PROTOCOL_VERSIONS,
 };
 use std::cell::RefCell;
@@ -163,25 +163,77 @@ async fn initialize<H: Transports + Callbacks>(
   transport: &H::Value,
 ) -> Result<H::Value, H::Value> {
   serve_requests(host, request, transport)?;
-  let params = host.json(&initialize_params(
-    &request.client,
-    request.features.capabilities(),
-  ))?;
+  let version = request
+    .client
+    .protocol_version
+    .clone()
+    .unwrap_or_else(|| handshake::DEFAULT_PROTOCOL_VERSION.to_string());
+  if !handshake::is_stateless(&version) {
+    return initialize_handshake(host, request, transport, &request.client).await;
+  }
+  let error = match discover(host, request, transport, &version).await {
+    Ok(connection) => return Ok(connection),
+    Err(error) => error,
+  };
+  // N3: -32022 names the versions the server speaks; a handshake one means the handshake.
+  let Some(next) = unsupported_version_fallback(host, &error) else {
+    return Err(error);
+  };
+  if handshake::is_stateless(next) {
+    // Once: a server that rejects what it says it speaks is not asked again.
+    return discover(host, request, transport, next).await;
+  }
+  host.set_stateless(transport, None);
+  let client = ClientOptions {
+    protocol_version: Some(next.to_string()),
+    ..request.client.clone()
+  };
+  initialize_handshake(host, request, transport, &client).await
+}
+
+/// N3: the version to retry with after a -32022 (UnsupportedProtocolVersion) error.
+fn unsupported_version_fallback<H: Transports>(host: &H, error: &H::Value) -> Option<&'static str> {
+  let code = host
+    .field(error, "code")
+    .ok()
+    .and_then(|c| host.as_number(&c))?;
+  if code != -32022.0 {
+    return None;
+  }
+  let data = host.field(error, "data").ok()?;
+  let supported = host.field(&data, "supported").ok()?;
+  let supported: Vec<String> = host
+    .items(&supported)?
+    .iter()
+    .filter_map(|v| host.as_string(v))
+    .collect();
+  handshake::fallback_version(&supported)
+}
+
+fn request_options<H: Transports>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+) -> Result<H::Value, H::Value> {
   let mut options = Vec::new();
   if let Some(signal) = &request.signal {
     options.push(("signal", signal.clone()));
   }
-  let options = host.object(options)?;
+  host.object(options)
+}
+
+/// C1: `initialize`, the connection, `notifications/initialized`, the GET listener.
+async fn initialize_handshake<H: Transports + Callbacks>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+  client: &ClientOptions,
+) -> Result<H::Value, H::Value> {
+  let params = host.json(&initialize_params(client, request.features.capabilities()))?;
+  let options = request_options(host, request)?;
   let result = host
     .request(transport, "initialize", params, Some(options))
     .await?;
-  let field = |name: &str| {
-    if host.is_object(&result) {
-      host.field(&result, name)
-    } else {
-      Ok(host.undefined())
-    }
-  };
+  let field = |name: &str| field_of(host, &result, name);
   // P1: an answer naming a version we do not speak ends the connect (and closes).
   let version = field("protocolVersion")?;
   if let Some(version) = host.as_string(&version) {
@@ -189,7 +241,81 @@ async fn initialize<H: Transports + Callbacks>(
       return Err(host.error(&unsupported_version_message(&request.name, &version)));
     }
   }
-  let capabilities = field("capabilities")?;
+  let connection = connection_object(
+    host,
+    request,
+    transport,
+    &result,
+    field("serverInfo")?,
+    version,
+  )?;
+  host.notify(transport, "notifications/initialized").await?;
+  // Servers send what is not tied to one of our requests (their own requests included) on
+  // the GET stream, so the listener runs for the connection's lifetime.
+  host.start_listener(transport);
+  Ok(connection)
+}
+
+/// N3: the stateless era: no `initialize` and no session; `server/discover` tells who the
+/// server is, and every request carries the `_meta` envelope.
+async fn discover<H: Transports + Callbacks>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+  version: &str,
+) -> Result<H::Value, H::Value> {
+  let meta = handshake::stateless_meta(&request.client, request.features.capabilities(), version);
+  if !host.set_stateless(transport, Some((version, &meta))) {
+    return Err(host.error(&format!(
+      "MCP server \"{}\": protocol version {version} needs one of mcp-native's own transports",
+      request.name
+    )));
+  }
+  let options = request_options(host, request)?;
+  let result = host
+    .request(
+      transport,
+      "server/discover",
+      host.json("{}")?,
+      Some(options),
+    )
+    .await?;
+  let meta = field_of(host, &result, "_meta")?;
+  let from_meta = field_of(host, &meta, handshake::META_SERVER_INFO)?;
+  let server_info = if host.is_nullish(&from_meta) {
+    field_of(host, &result, "serverInfo")?
+  } else {
+    from_meta
+  };
+  connection_object(
+    host,
+    request,
+    transport,
+    &result,
+    server_info,
+    host.string(version),
+  )
+}
+
+/// `value[name]`, `undefined` for a value that is not an object.
+fn field_of<H: Transports>(host: &H, value: &H::Value, name: &str) -> Result<H::Value, H::Value> {
+  if host.is_object(value) {
+    host.field(value, name)
+  } else {
+    Ok(host.undefined())
+  }
+}
+
+/// The connection object of an `initialize` or `server/discover` result.
+fn connection_object<H: Transports + Callbacks>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+  result: &H::Value,
+  server_info: H::Value,
+  version: H::Value,
+) -> Result<H::Value, H::Value> {
+  let capabilities = field_of(host, result, "capabilities")?;
   let capabilities = if host.is_nullish(&capabilities) {
     host.object(Vec::new())?
   } else {
@@ -199,11 +325,11 @@ async fn initialize<H: Transports + Callbacks>(
     ("name", host.string(&request.name)),
     ("config", request.config.clone()),
     ("transport", transport.clone()),
-    ("serverInfo", field("serverInfo")?),
+    ("serverInfo", server_info),
     ("capabilities", capabilities),
     ("protocolVersion", version),
   ];
-  let instructions = field("instructions")?;
+  let instructions = field_of(host, result, "instructions")?;
   if !host.is_nullish(&instructions) {
     fields.push(("instructions", instructions));
   }
@@ -217,9 +343,5 @@ async fn initialize<H: Transports + Callbacks>(
   ));
   let connection = host.object(fields)?;
   host.attach_connection(transport, &connection);
-  host.notify(transport, "notifications/initialized").await?;
-  // Servers send what is not tied to one of our requests (their own requests included) on
-  // the GET stream, so the listener runs for the connection's lifetime.
-  host.start_listener(transport);
   Ok(connection)
 }

@@ -9,6 +9,45 @@ pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
   ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// N1: the stateless eras we speak (no `initialize`, a `_meta` envelope per request).
+pub const STATELESS_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+/// N3: the `_meta` keys of the stateless envelope.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+pub fn is_stateless(version: &str) -> bool {
+  STATELESS_PROTOCOL_VERSIONS.contains(&version)
+}
+
+/// N3: the envelope every stateless request of this connection carries, as JSON text.
+pub fn stateless_meta(
+  options: &ClientOptions,
+  capabilities: Map<String, Value>,
+  version: &str,
+) -> String {
+  let initialize: Value =
+    serde_json::from_str(&initialize_params(options, capabilities)).unwrap_or_default();
+  json!({
+    META_PROTOCOL_VERSION: version,
+    META_CLIENT_CAPABILITIES: initialize["capabilities"],
+    META_CLIENT_INFO: initialize["clientInfo"],
+  })
+  .to_string()
+}
+
+/// N3: on -32022, the version to try instead: the newest of the server's `supported` we
+/// speak, stateless first.
+pub fn fallback_version(supported: &[String]) -> Option<&'static str> {
+  STATELESS_PROTOCOL_VERSIONS
+    .iter()
+    .chain(SUPPORTED_PROTOCOL_VERSIONS.iter().rev())
+    .find(|ours| supported.iter().any(|theirs| theirs == *ours))
+    .copied()
+}
+
 /// P1: the error of an answer naming a version we do not speak.
 pub fn unsupported_version_message(name: &str, version: &str) -> String {
   format!("MCP server \"{name}\" answered unsupported protocol version {version}")
@@ -133,6 +172,34 @@ mod tests {
       params["capabilities"],
       json!({ "roots": { "listChanged": true }, "elicitation": {} })
     );
+  }
+
+  #[test]
+  fn n3_the_envelope_and_the_fallback_version() {
+    let meta: Value = serde_json::from_str(&stateless_meta(
+      &ClientOptions::default(),
+      default_capabilities(),
+      "2026-07-28",
+    ))
+    .unwrap();
+    assert_eq!(
+      meta,
+      json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "roots": { "listChanged": false } },
+        "io.modelcontextprotocol/clientInfo": { "name": "mcp-native", "version": env!("CARGO_PKG_VERSION") },
+      })
+    );
+    let supported = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+      fallback_version(&supported(&["2025-06-18", "2025-03-26"])),
+      Some("2025-06-18")
+    );
+    assert_eq!(
+      fallback_version(&supported(&["2026-07-28", "2025-11-25"])),
+      Some("2026-07-28")
+    );
+    assert_eq!(fallback_version(&supported(&["2099-01-01"])), None);
   }
 
   #[test]

@@ -237,6 +237,15 @@ pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
 /// P4: `params` (an object, or none) with `_meta.progressToken` set to `token`, the rest of
 /// `_meta` and of the params kept. `None` when `params` is not an object.
 pub fn with_progress_token(params: Option<&str>, token: u64) -> Option<String> {
+  with_meta_entries(params, [("progressToken".to_string(), token.into())])
+}
+
+/// `params` with `entries` set in its `_meta` (made when missing); the rest of `_meta` is
+/// kept. `None` when the params are not an object.
+pub fn with_meta_entries(
+  params: Option<&str>,
+  entries: impl IntoIterator<Item = (String, serde_json::Value)>,
+) -> Option<String> {
   let mut params: serde_json::Map<String, serde_json::Value> = match params {
     None => serde_json::Map::new(),
     Some(text) => serde_json::from_str(text).ok()?,
@@ -248,9 +257,23 @@ pub fn with_progress_token(params: Option<&str>, token: u64) -> Option<String> {
     *meta = serde_json::Value::Object(serde_json::Map::new());
   }
   if let Some(meta) = meta.as_object_mut() {
-    meta.insert("progressToken".into(), token.into());
+    meta.extend(entries);
   }
   serde_json::to_string(&params).ok()
+}
+
+/// A JSON-RPC error response (`error` and an `id`, no `method`).
+pub fn is_error_response(text: &str) -> bool {
+  #[derive(serde::Deserialize)]
+  struct Shape<'a> {
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    method: Option<serde::de::IgnoredAny>,
+  }
+  serde_json::from_str::<Shape>(text)
+    .is_ok_and(|s| s.error.is_some() && s.id.is_some() && s.method.is_none())
 }
 
 /// P4: the request a `notifications/progress` is about, when its token is one of ours.

@@ -472,6 +472,14 @@ impl Shared {
     frame: String,
   ) -> Result<(Response, Option<String>), CoreError> {
     let mut headers = self.request_headers(session);
+    // N4: a stateless-era POST names its method (and tool, prompt or resource).
+    if session.is_stateless() {
+      for (name, value) in crate::protocol::headers::routing_headers(&frame) {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+          headers.insert(name, value);
+        }
+      }
+    }
     let token = self.present(&mut headers, "POST", &url).await;
     let response = self
       .client()?
@@ -722,6 +730,24 @@ async fn send_request(
       shared.listener_opened().await;
       let response = post_with_legacy_probe(shared, session, frame).await?;
       if !response.status().is_success() {
+        // N3: a stateless server answers a refused request with its JSON-RPC error (-32022
+        // and the versions it speaks, -32020, …) in a 4xx: that error is the answer.
+        if session.is_stateless() && content_type(&response).starts_with("application/json") {
+          let status = response.status().as_u16();
+          let body = read_body(response, shared.config.max_message_bytes).await?;
+          let text = String::from_utf8_lossy(&body);
+          if crate::protocol::message::is_error_response(&text) {
+            session.handle_frame(&text);
+            return Ok(None);
+          }
+          return Err(CoreError::Http {
+            status,
+            body: text.into_owned(),
+            www_authenticate: None,
+            mcp_auth_server: None,
+            hint_in_message: true,
+          });
+        }
         return Err(http_error(response, true, shared.config.max_message_bytes).await);
       }
       let kind = content_type(&response);

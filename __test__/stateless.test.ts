@@ -1,0 +1,91 @@
+// SPEC-PROTOCOL N1, N3, N4 (the 2026-07-28 stateless era, explicit selection): against a
+// stateless server of ours on 127.0.0.1 that checks the envelope and the headers.
+import { createServer } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { native } from "./helpers";
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((f) => f()));
+});
+
+const META = "io.modelcontextprotocol/";
+
+/** A stateless MCP server speaking `versions`; every POST is recorded. */
+async function statelessServer(versions: string[]) {
+  const seen: { headers: Record<string, any>; body: any }[] = [];
+  const server = createServer(async (req, res) => {
+    if (req.method !== "POST") {
+      res.writeHead(405);
+      return res.end();
+    }
+    let text = "";
+    for await (const chunk of req) text += chunk;
+    const body = JSON.parse(text);
+    seen.push({ headers: req.headers, body });
+    const reply = (status: number, message: unknown) => {
+      res.writeHead(status, { "Content-Type": "application/json" });
+      res.end(JSON.stringify(message));
+    };
+    const version = req.headers["mcp-protocol-version"];
+    if (body.method === "initialize") {
+      // A handshake server's answer, for the fallback.
+      return reply(200, { jsonrpc: "2.0", id: body.id, result: { protocolVersion: body.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "handshake", version: "1" } } });
+    }
+    if (body.id === undefined) {
+      res.writeHead(202);
+      return res.end();
+    }
+    if (!versions.includes(String(version)) || body.params?._meta?.[`${META}protocolVersion`] !== version) {
+      return reply(400, { jsonrpc: "2.0", id: body.id, error: { code: -32022, message: "Unsupported protocol version", data: { supported: versions, requested: version } } });
+    }
+    const result = (value: object) => reply(200, { jsonrpc: "2.0", id: body.id, result: { resultType: "complete", ...value } });
+    if (body.method === "server/discover") {
+      return result({ supportedVersions: versions, capabilities: { tools: {} }, instructions: "be stateless", _meta: { [`${META}serverInfo`]: { name: "stateless", version: "2" } } });
+    }
+    if (body.method === "tools/list") return result({ tools: [{ name: "add", inputSchema: { type: "object" } }] });
+    if (body.method === "tools/call") return result({ content: [{ type: "text", text: `sum ${body.params.arguments.a + body.params.arguments.b}` }] });
+    return reply(404, { jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "Method not found" } });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(() => new Promise((r) => server.close(r)));
+  return { url: `http://127.0.0.1:${(server.address() as any).port}/mcp`, seen };
+}
+
+describe("N1/N3/N4 the stateless era", () => {
+  it("N3: server/discover instead of initialize; every request carries the _meta envelope; N4 headers", async () => {
+    const s = await statelessServer(["2026-07-28"]);
+    const client = await native.MCPClient.connect("stateless", { type: "http", url: s.url }, {
+      client: { protocolVersion: "2026-07-28", clientInfo: { name: "tests", version: "0" } },
+    });
+    cleanups.push(() => client.close());
+    expect(client.connection.protocolVersion).toBe("2026-07-28");
+    expect(client.connection.serverInfo).toEqual({ name: "stateless", version: "2" });
+    expect(client.connection.instructions).toBe("be stateless");
+    await expect(client.callTool("add", { a: 2, b: 3 })).resolves.toMatchObject({ content: [{ text: "sum 5" }] });
+    expect(s.seen.map((r) => r.body.method)).toEqual(["server/discover", "tools/call"]);
+    for (const { headers, body } of s.seen) {
+      expect(headers["mcp-protocol-version"]).toBe("2026-07-28");
+      expect(headers["mcp-session-id"]).toBeUndefined();
+      expect(headers["mcp-method"]).toBe(body.method);
+      expect(body.params._meta).toMatchObject({
+        [`${META}protocolVersion`]: "2026-07-28",
+        [`${META}clientCapabilities`]: expect.any(Object),
+        [`${META}clientInfo`]: { name: "tests", version: "0" },
+      });
+    }
+    expect(s.seen[1].headers["mcp-name"]).toBe("add");
+  });
+
+  it("N3: -32022 naming only handshake versions falls back to the handshake with the newest we speak", async () => {
+    const s = await statelessServer(["2025-06-18", "2025-03-26"]);
+    const client = await native.MCPClient.connect("fallback", { type: "http", url: s.url }, { client: { protocolVersion: "2026-07-28" } });
+    cleanups.push(() => client.close());
+    expect(client.connection.protocolVersion).toBe("2025-06-18");
+    expect(client.connection.serverInfo).toEqual({ name: "handshake", version: "1" });
+    const initialize = s.seen.find((r) => r.body.method === "initialize")!;
+    expect(initialize.body.params.protocolVersion).toBe("2025-06-18");
+    expect(initialize.body.params._meta).toBeUndefined();
+    expect(initialize.headers["mcp-method"]).toBeUndefined();
+  });
+});
