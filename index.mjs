@@ -4,8 +4,6 @@ import { createRequire } from "node:module";
 const binding = createRequire(import.meta.url)("./index.js");
 
 export const {
-  parseMCPToolName,
-  createMCPToolName,
   callMCP,
   parseSSE,
   toJsonRpcError,
@@ -13,6 +11,8 @@ export const {
   MCP_CONFIG_SCHEMA_URL,
   MCPNotificationMethods,
   createStdioTransport,
+  parseMCPToolName,
+  createMCPToolName,
   createMCPManager,
   createHttpTransport,
   callTool,

@@ -297,6 +297,23 @@ describe("O4 errors", () => {
     expect(JSON.stringify({ m: error.message, s: error.stack, errors: errors.map(String) })).not.toContain("s3cret");
   });
 
+  it("O4: requests that waited for a flow that failed share its error: the user agent opens once", async () => {
+    const f = await fixture();
+    let opened = 0;
+    const t = await native.createHttpTransport({
+      type: "http",
+      url: f.url,
+      oauth: { redirect: async () => (opened++, Promise.reject(new Error("denied"))), store: memoryStore() },
+    } as any);
+    cleanups.push(() => t.close());
+    const errors = await Promise.all(Array.from({ length: 5 }, () => t.request("tools/list", {}).catch((e: any) => e.message)));
+    expect(new Set(errors)).toEqual(new Set(["OAuth: authorization failed: redirect() failed: denied"]));
+    expect(opened).toBe(1);
+    // A later request is a new attempt.
+    await t.request("tools/list", {}).catch(() => {});
+    expect(opened).toBe(2);
+  });
+
   it("O4: a slow token endpoint counts against the request timeout", async () => {
     const f = await fixture({ tokenDelay: 800 });
     const transport = await native.createHttpTransport({

@@ -55,13 +55,14 @@ export async function withStoredLogin(config, loginCommand) {
  * opens it in a browser, and resolves with the callback URL once the browser comes back.
  */
 export async function loopbackLogin({ out, signal, label }) {
-  let arrived;
-  const callback = new Promise((resolve) => (arrived = resolve));
+  // The authorization under way: only a callback with its `state` completes it, so a stray
+  // request (or one from an earlier round) cannot.
+  let current = null;
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    if (url.pathname !== "/callback") {
-      res.writeHead(404, { "Content-Type": "text/plain" });
-      return res.end("not found");
+    if (url.pathname !== "/callback" || !current || url.searchParams.get("state") !== current.state) {
+      res.writeHead(url.pathname === "/callback" ? 400 : 404, { "Content-Type": "text/plain" });
+      return res.end(url.pathname === "/callback" ? "no sign-in is waiting for this callback" : "not found");
     }
     const failed = url.searchParams.get("error");
     res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
@@ -70,7 +71,9 @@ export async function loopbackLogin({ out, signal, label }) {
         failed ? "Sign-in failed. You can close this tab." : "Signed in. You can close this tab and return to the terminal."
       }</p>`,
     );
-    arrived(`http://127.0.0.1:${port}${req.url}`);
+    const { resolve } = current;
+    current = null;
+    resolve(`http://127.0.0.1:${port}${req.url}`);
   });
   await new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -78,15 +81,17 @@ export async function loopbackLogin({ out, signal, label }) {
   });
   const port = server.address().port;
   const redirect = async (authorizationUrl) => {
+    const state = new URL(authorizationUrl).searchParams.get("state");
     out.note(`Open this URL in your browser to sign in to ${label}:\n  ${authorizationUrl}`);
+    const callback = new Promise((resolve, reject) => {
+      current = { state, resolve };
+      if (signal.aborted) reject(signal.reason);
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
     openBrowser(authorizationUrl, out);
     const stop = out.progress(`waiting for the browser to finish signing in to ${label}… (Ctrl-C to cancel)`);
     try {
-      return await new Promise((resolve, reject) => {
-        callback.then(resolve);
-        if (signal.aborted) reject(signal.reason);
-        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-      });
+      return await callback;
     } finally {
       stop();
     }
@@ -108,7 +113,8 @@ function openBrowser(url, out) {
     : process.platform === "darwin"
       ? ["open", url]
       : process.platform === "win32"
-        ? ["cmd", "/c", "start", '""', url.replaceAll("&", "^&")]
+        ? // Not through cmd, which would read `&` and `%` in the URL.
+          ["rundll32", "url.dll,FileProtocolHandler", url]
         : ["xdg-open", url];
   try {
     const child = spawn(command, args, { stdio: "ignore", detached: process.platform !== "win32" });

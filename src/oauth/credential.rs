@@ -22,7 +22,7 @@ pub struct Credential {
   pub dpop_key: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Client {
   pub client_id: String,
@@ -33,9 +33,12 @@ pub struct Client {
   /// Made by dynamic registration (so a new issuer cannot use it).
   #[serde(default)]
   pub registered: bool,
+  /// The redirect URI it was registered with.
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub redirect_uri: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tokens {
   pub access_token: String,
@@ -51,6 +54,30 @@ pub struct Tokens {
   /// `Bearer` or `DPoP`, as the token endpoint said.
   #[serde(default, skip_serializing_if = "Option::is_none")]
   pub token_type: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.debug_struct("Client")
+      .field("client_id", &self.client_id)
+      .field("client_secret", &super::redacted(&self.client_secret))
+      .field("auth_method", &self.auth_method)
+      .field("registered", &self.registered)
+      .field("redirect_uri", &self.redirect_uri)
+      .finish()
+  }
+}
+
+impl std::fmt::Debug for Tokens {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.debug_struct("Tokens")
+      .field("access_token", &"[redacted]")
+      .field("refresh_token", &super::redacted(&self.refresh_token))
+      .field("expires_at", &self.expires_at)
+      .field("scope", &self.scope)
+      .field("token_type", &self.token_type)
+      .finish_non_exhaustive()
+  }
 }
 
 impl Tokens {
@@ -244,6 +271,27 @@ mod tests {
   }
 
   #[test]
+  fn o3_debug_output_holds_no_secret() {
+    let client = Client {
+      client_id: "c".into(),
+      client_secret: Some("s3cret".into()),
+      auth_method: "client_secret_basic".into(),
+      registered: true,
+      redirect_uri: None,
+    };
+    let tokens = Tokens {
+      access_token: "at-secret".into(),
+      refresh_token: Some("rt-secret".into()),
+      expires_at: None,
+      issued_at: None,
+      scope: None,
+      token_type: None,
+    };
+    let text = format!("{client:?} {tokens:?}");
+    assert!(!text.contains("s3cret") && !text.contains("at-secret") && !text.contains("rt-secret"));
+  }
+
+  #[test]
   fn stored_form_is_camel_case_json() {
     let credential = Credential {
       issuer: "http://as".into(),
@@ -254,6 +302,7 @@ mod tests {
         client_secret: None,
         auth_method: "none".into(),
         registered: true,
+        redirect_uri: None,
       },
       tokens: None,
       scopes: vec![],

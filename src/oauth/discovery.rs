@@ -75,6 +75,23 @@ pub fn origin_issuer(server: &Url) -> String {
   server.origin().ascii_serialization()
 }
 
+/// MCP 2025-11-25: authorization-server endpoints are HTTPS; plain HTTP only on loopback.
+pub fn secure_endpoint(url: &str) -> bool {
+  let Ok(url) = Url::parse(url) else {
+    return false;
+  };
+  match url.scheme() {
+    "https" => true,
+    "http" => match url.host() {
+      Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+      Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+      Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+      None => false,
+    },
+    _ => false,
+  }
+}
+
 fn with_path(base: &Url, path: &str) -> Option<Url> {
   let mut url = base.clone();
   url.set_path(path);
@@ -171,6 +188,18 @@ mod tests {
     assert!(!resource_covers("http://localhost:3001/mcp", &server));
     assert!(!resource_covers("https://evil.example/mcp", &server));
     assert!(!resource_covers("not a url", &server));
+  }
+
+  #[test]
+  fn endpoints_are_https_or_loopback() {
+    assert!(secure_endpoint("https://as.example/token"));
+    assert!(secure_endpoint("http://localhost:4000/token"));
+    assert!(secure_endpoint("http://127.0.0.1/token"));
+    assert!(secure_endpoint("http://[::1]:1/token"));
+    assert!(!secure_endpoint("http://as.example/token"));
+    assert!(!secure_endpoint("http://localhost.evil.example/token"));
+    assert!(!secure_endpoint("ftp://as.example/token"));
+    assert!(!secure_endpoint("not a url"));
   }
 
   #[test]

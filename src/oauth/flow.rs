@@ -32,6 +32,8 @@ use crate::persist::now_ms;
 
 /// O2: authorization rounds one request may run before it gives up.
 pub const MAX_ROUNDS: u32 = 3;
+/// How long one metadata, registration or token exchange may take.
+const OAUTH_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Metadata, registration and token answers are small; anything larger is refused.
 const BODY_LIMIT: usize = 1 << 20;
 /// After a refresh that failed for a passing reason, how long the old token is used again
@@ -52,7 +54,12 @@ pub struct Rounds {
   refreshed: bool,
   /// O5: `use_dpop_nonce` retries.
   nonces: u32,
+  /// Retries because another request had replaced the token meanwhile.
+  replaced: u32,
 }
+
+/// Bounds the retries of one request that are not authorization rounds.
+const MAX_QUICK_RETRIES: u32 = 3;
 
 /// The token headers read without waiting: published after every change of state.
 #[derive(Default)]
@@ -92,6 +99,9 @@ pub struct Authorizer {
   pending: Mutex<Option<Pending>>,
   /// O1: the provider's `redirectUrl` and `clientMetadata`, read with its credential.
   provider_info: Mutex<(Option<String>, Option<serde_json::Value>)>,
+  /// Counts the flows run; with the failure of the last one, so that requests that waited
+  /// for a flow which failed get its error rather than each opening the user agent again.
+  flows: Mutex<(u64, Option<CoreError>)>,
   /// O5: the DPoP key, and the latest nonces of the authorization and resource servers.
   dpop: Mutex<Option<Arc<DpopKey>>>,
   as_nonce: Mutex<Option<String>>,
@@ -142,6 +152,7 @@ impl Authorizer {
       waited: Mutex::default(),
       pending: Mutex::default(),
       provider_info: Mutex::default(),
+      flows: Mutex::default(),
       dpop: Mutex::default(),
       as_nonce: Mutex::default(),
       rs_nonce: Mutex::default(),
@@ -245,14 +256,24 @@ impl Authorizer {
       rounds.nonces += 1;
       return Ok(());
     }
+    let flows_before = self.flows.lock().map_or(0, |f| f.0);
     let mut state = self.state.lock().await;
     self.load(&mut state).await;
-    if status == 401 {
-      let current = token_of(&state);
-      // Another request replaced the token this one was sent with while it waited.
-      if current.is_some() && current.as_deref() != used {
-        return Ok(());
+    // A flow ran while this request waited for the lock: its failure is this one's too.
+    if let Ok(flows) = self.flows.lock() {
+      if flows.0 != flows_before {
+        if let Some(error) = &flows.1 {
+          return Err(error.clone());
+        }
       }
+    }
+    // Another request replaced the token this one was sent with while it waited.
+    let current = token_of(&state);
+    if current.is_some() && current.as_deref() != used && rounds.replaced < MAX_QUICK_RETRIES {
+      rounds.replaced += 1;
+      return Ok(());
+    }
+    if status == 401 {
       let refreshable = state
         .credential
         .as_ref()
@@ -282,6 +303,10 @@ impl Authorizer {
     rounds.authorizations += 1;
     let result = self.run_flow(&mut state, challenge).await;
     self.publish(&state, None);
+    if let Ok(mut flows) = self.flows.lock() {
+      flows.0 += 1;
+      flows.1 = result.as_ref().err().cloned();
+    }
     result
   }
 
@@ -351,7 +376,7 @@ impl Authorizer {
         .ok()
         .flatten()
     } else {
-      store::memory_get(&self.key)
+      store::memory_get(&self.memory_key())
     };
     state.credential = text.and_then(|t| serde_json::from_str::<Credential>(&t).ok());
     let stored_key = state
@@ -362,6 +387,23 @@ impl Authorizer {
     if let (Some(key), Ok(mut slot)) = (stored_key, self.dpop.lock()) {
       *slot = Some(Arc::new(key));
     }
+  }
+
+  /// The process-wide memory store is shared by every caller: its key names the client as
+  /// well, so two callers with their own clients never see each other's tokens.
+  fn memory_key(&self) -> String {
+    let client = self
+      .settings
+      .client_id
+      .as_deref()
+      .or(self.settings.client_metadata_url.as_deref())
+      .unwrap_or("");
+    format!(
+      "{} {client} {:?} {}",
+      self.key,
+      self.settings.grant,
+      self.redirect_uri()
+    )
   }
 
   /// O5: the DPoP key (made on first use), when `oauth.dpop` asks for DPoP.
@@ -382,6 +424,9 @@ impl Authorizer {
 
   async fn save(&self, state: &mut State, credential: Option<Credential>) {
     state.credential = credential;
+    // Published before the store is awaited: a request given up meanwhile must not leave
+    // the token headers read behind the state.
+    self.publish(state, None);
     if self.settings.provider {
       return self.save_to_provider(state).await;
     }
@@ -403,8 +448,8 @@ impl Authorizer {
           .call(HostCall::StoreDelete(self.key.clone()))
           .await;
       }
-      (false, Some(text)) => store::memory_set(&self.key, text),
-      (false, None) => store::memory_delete(&self.key),
+      (false, Some(text)) => store::memory_set(&self.memory_key(), text),
+      (false, None) => store::memory_delete(&self.memory_key()),
     }
   }
 
@@ -571,6 +616,18 @@ impl Authorizer {
         Ok(())
       }
       Err(TokenFailure::Refused(_)) => {
+        // Another process sharing the store may have refreshed (and rotated) it meanwhile.
+        state.loaded = false;
+        self.load(state).await;
+        let stored = state
+          .credential
+          .as_ref()
+          .and_then(|c| c.tokens.as_ref())
+          .and_then(|t| t.refresh_token.clone());
+        if stored.is_some_and(|stored| stored != refresh_token) {
+          self.publish(state, None);
+          return Ok(());
+        }
         credential.tokens = None;
         self.save(state, Some(credential)).await;
         Err(Refresh::Refused)
@@ -591,7 +648,8 @@ impl Authorizer {
     let context = self.discover(challenge).await?;
     let issuer = context.metadata.issuer.clone();
     // O3: never reused with another authorization server.
-    let previous = state.credential.take().filter(|c| {
+    // Cloned, not taken: a flow that fails or is given up leaves what there was.
+    let previous = state.credential.clone().filter(|c| {
       // A provider's credential has no issuer or resource yet: it is the provider's call.
       (c.issuer.is_empty() || c.issuer == issuer)
         && (c.resource.is_empty() || c.resource == context.resource)
@@ -691,6 +749,21 @@ impl Authorizer {
       ),
     };
     let metadata = self.server_metadata(&issuer, legacy).await?;
+    let endpoints = [
+      Some(metadata.token_endpoint.as_str()),
+      metadata.authorization_endpoint.as_deref(),
+      metadata.registration_endpoint.as_deref(),
+    ];
+    if let Some(insecure) = endpoints
+      .into_iter()
+      .flatten()
+      .find(|e| !discovery::secure_endpoint(e))
+    {
+      return Err(oauth(
+        Step::Metadata,
+        format!("authorization server metadata discovery failed: {insecure} is not an https URL"),
+      ));
+    }
     if self.settings.grant == Grant::AuthorizationCode && !metadata.supports_s256() {
       return Err(oauth(
         Step::Metadata,
@@ -759,6 +832,7 @@ impl Authorizer {
         auth_method,
         client_secret: secret,
         registered: false,
+        redirect_uri: None,
       });
     }
     if let Some(url) = &self.settings.client_metadata_url {
@@ -768,10 +842,18 @@ impl Authorizer {
           client_secret: None,
           auth_method: "none".to_string(),
           registered: false,
+          redirect_uri: None,
         });
       }
     }
-    if let Some(client) = previous.map(|c| &c.client).filter(|c| c.registered) {
+    // Registered for another redirect URI, the client would be refused at authorization.
+    let redirect_uri = self.redirect_uri();
+    let same_redirect = |c: &&Client| c.redirect_uri.as_ref().is_none_or(|r| *r == redirect_uri);
+    if let Some(client) = previous
+      .map(|c| &c.client)
+      .filter(|c| c.registered)
+      .filter(same_redirect)
+    {
       return Ok(client.clone());
     }
     self.register(context).await
@@ -837,6 +919,7 @@ impl Authorizer {
       client_id: registered.client_id,
       client_secret: registered.client_secret,
       registered: true,
+      redirect_uri: Some(redirect_uri),
     })
   }
 
@@ -862,7 +945,15 @@ impl Authorizer {
     })?;
     let random = |_| failed("no randomness for PKCE".to_string());
     let verifier = pkce::random_token().map_err(random)?;
-    let state = pkce::random_token().map_err(random)?;
+    let mut state = pkce::random_token().map_err(random)?;
+    if self.settings.provider {
+      // The SDK's optional `state()`: the app may check the callback against it.
+      if let Ok(Some(serde_json::Value::String(theirs))) =
+        self.provider_call("state", Vec::new()).await
+      {
+        state = theirs;
+      }
+    }
     let redirect_uri = self.redirect_uri();
     {
       let mut query = url.query_pairs_mut();
@@ -924,15 +1015,9 @@ impl Authorizer {
 
   /// The host's `redirect(url)`, timed apart from the requests waiting on it.
   async fn redirect(&self, url: String) -> Result<String, String> {
-    if let Ok(mut waited) = self.waited.lock() {
-      waited.1 = Some(Instant::now());
-    }
+    let waiting = UserWait::start(&self.waited);
     let answer = self.host.call(HostCall::Redirect(url)).await;
-    if let Ok(mut waited) = self.waited.lock() {
-      if let Some(since) = waited.1.take() {
-        waited.0 += since.elapsed();
-      }
-    }
+    drop(waiting);
     let text = answer.map_err(|why| format!("redirect() failed: {why}"))?;
     text
       .and_then(|t| serde_json::from_str::<String>(&t).ok())
@@ -1095,6 +1180,53 @@ impl Authorizer {
     }
     let bytes = read_limited(response).await?;
     Ok(serde_json::from_slice(&bytes).ok())
+  }
+}
+
+/// The HTTP client of the flow: its own timeout, and redirects followed only within the
+/// origin asked (a token request's body must never be re-sent elsewhere).
+///
+/// # Errors
+/// When the client cannot be built (TLS roots, a bad proxy variable).
+pub fn http_client() -> reqwest::Result<reqwest::Client> {
+  const MAX_REDIRECTS: usize = 5;
+  let policy = reqwest::redirect::Policy::custom(|attempt| {
+    let same_origin = attempt
+      .previous()
+      .first()
+      .is_some_and(|first| first.origin() == attempt.url().origin());
+    if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
+      attempt.follow()
+    } else {
+      attempt.stop()
+    }
+  });
+  crate::transport::http_client_builder()
+    .redirect(policy)
+    .timeout(OAUTH_HTTP_TIMEOUT)
+    .build()
+}
+
+/// Counts the time until dropped (the answer, or the request given up) as time the user
+/// agent took.
+struct UserWait<'a>(&'a Mutex<(Duration, Option<Instant>)>);
+
+impl<'a> UserWait<'a> {
+  fn start(waited: &'a Mutex<(Duration, Option<Instant>)>) -> Self {
+    if let Ok(mut waited) = waited.lock() {
+      waited.1 = Some(Instant::now());
+    }
+    UserWait(waited)
+  }
+}
+
+impl Drop for UserWait<'_> {
+  fn drop(&mut self) {
+    if let Ok(mut waited) = self.0.lock() {
+      if let Some(since) = waited.1.take() {
+        waited.0 += since.elapsed();
+      }
+    }
   }
 }
 

@@ -55,7 +55,7 @@ pub enum Grant {
 }
 
 /// `config.oauth`, the parts that are plain data (O1).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct OAuthSettings {
   pub client_id: Option<String>,
   pub client_secret: Option<String>,
@@ -76,12 +76,38 @@ pub struct OAuthSettings {
   pub provider: bool,
 }
 
+/// Secrets stay out of any `{:?}` (O3: none in errors or logs).
+pub(crate) fn redacted(secret: &Option<String>) -> &'static str {
+  if secret.is_some() {
+    "Some([redacted])"
+  } else {
+    "None"
+  }
+}
+
+impl std::fmt::Debug for OAuthSettings {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.debug_struct("OAuthSettings")
+      .field("client_id", &self.client_id)
+      .field("client_secret", &redacted(&self.client_secret))
+      .field("client_metadata_url", &self.client_metadata_url)
+      .field("scope", &self.scope)
+      .field("redirect_uri", &self.redirect_uri)
+      .field("private_key", &redacted(&self.private_key))
+      .field("dpop", &self.dpop)
+      .field("grant", &self.grant)
+      .field("host_store", &self.host_store)
+      .field("provider", &self.provider)
+      .finish_non_exhaustive()
+  }
+}
+
 /// Where the redirect goes when the caller does not say (RFC 8252 loopback).
 pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1/oauth/callback";
 pub const DEFAULT_CLIENT_NAME: &str = "mcp-native";
 
 /// What the flow asks of the host.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum HostCall {
   /// `oauth.redirect(authorizationUrl)`: resolves with the callback URL.
   Redirect(String),
@@ -99,6 +125,20 @@ pub enum HostCall {
     method: &'static str,
     args: Vec<String>,
   },
+}
+
+impl std::fmt::Debug for HostCall {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match self {
+      HostCall::Redirect(url) => write!(f, "Redirect({url:?})"),
+      HostCall::StoreGet(key) => write!(f, "StoreGet({key:?})"),
+      // The credential holds the tokens.
+      HostCall::StoreSet(key, _) => write!(f, "StoreSet({key:?}, [redacted])"),
+      HostCall::StoreDelete(key) => write!(f, "StoreDelete({key:?})"),
+      HostCall::AuthError => write!(f, "AuthError"),
+      HostCall::Provider { method, .. } => write!(f, "Provider({method})"),
+    }
+  }
 }
 
 /// The host's answer: JSON text of what the call resolved with (`None` for `undefined`),

@@ -45,6 +45,7 @@ pub fn credential_from_sdk(
       client_secret,
       auth_method,
       registered: true,
+      redirect_uri: None,
     },
     tokens,
     scopes: Vec::new(),

@@ -126,14 +126,19 @@ impl HttpTransport {
       true,
     );
     let host: Arc<dyn AuthHost> = Arc::new(HostThroughEvents(events.clone()));
-    let auth = config.oauth.clone().map(|settings| {
-      Arc::new(Authorizer::new(
-        settings,
-        config.url.clone(),
-        client.clone(),
-        host.clone(),
-      ))
-    });
+    let auth = match config.oauth.clone() {
+      Some(settings) => {
+        let client =
+          crate::oauth::flow::http_client().map_err(|e| network_error(&config.url, &e))?;
+        Some(Arc::new(Authorizer::new(
+          settings,
+          config.url.clone(),
+          client,
+          host.clone(),
+        )))
+      }
+      None => None,
+    };
     let shared = Arc::new(Shared {
       config,
       headers: RwLock::new(headers),
@@ -499,6 +504,10 @@ impl Shared {
   /// O2: the flow's token (`Bearer`, or O5's `DPoP` with a fresh proof for `method` on
   /// `url`), over any configured `Authorization`; the token goes back.
   async fn present(&self, headers: &mut HeaderMap, method: &str, url: &Url) -> Option<String> {
+    // The token is for the server: never for a legacy endpoint on another origin.
+    if url.origin() != self.config.url.origin() {
+      return None;
+    }
     let presented = self.auth.as_ref()?.present(method, url.as_str()).await?;
     if let Ok(value) = HeaderValue::from_str(&presented.authorization) {
       headers.insert(AUTHORIZATION, value);
