@@ -43,7 +43,16 @@ async function statelessServer(versions: string[]) {
     if (body.method === "server/discover") {
       return result({ supportedVersions: versions, capabilities: { tools: {} }, instructions: "be stateless", _meta: { [`${META}serverInfo`]: { name: "stateless", version: "2" } } });
     }
-    if (body.method === "tools/list") return result({ tools: [{ name: "add", inputSchema: { type: "object" } }] });
+    if (body.method === "tools/list") {
+      return result({
+        tools: [
+          { name: "add", inputSchema: { type: "object" } },
+          { name: "weather", inputSchema: { type: "object", properties: { city: { type: "string", "x-mcp-header": "City" }, days: { type: "integer", "x-mcp-header": "Days" }, units: { type: "string" } } } },
+          { name: "broken", inputSchema: { type: "object", properties: { when: { type: "number", "x-mcp-header": "When" } } } },
+        ],
+      });
+    }
+    if (body.method === "tools/call" && body.params.name === "weather") return result({ content: [{ type: "text", text: "sunny" }] });
     if (body.method === "tools/call") return result({ content: [{ type: "text", text: `sum ${body.params.arguments.a + body.params.arguments.b}` }] });
     return reply(404, { jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "Method not found" } });
   });
@@ -87,5 +96,24 @@ describe("N1/N3/N4 the stateless era", () => {
     expect(initialize.body.params.protocolVersion).toBe("2025-06-18");
     expect(initialize.body.params._meta).toBeUndefined();
     expect(initialize.headers["mcp-method"]).toBeUndefined();
+  });
+
+  it("N4: x-mcp-header parameters become Mcp-Param-* headers; a tool with invalid annotations is dropped and reported", async () => {
+    const s = await statelessServer(["2026-07-28"]);
+    const client = await native.MCPClient.connect("headers", { type: "http", url: s.url }, { client: { protocolVersion: "2026-07-28" } });
+    cleanups.push(() => client.close());
+    const errors: string[] = [];
+    (client.connection.transport as any).onError = (e: Error) => errors.push(e.message);
+    const tools = await client.listTools();
+    expect(tools.map((t: any) => t.name)).toEqual(["add", "weather"]);
+    expect(errors).toEqual([
+      'MCP server tool "broken" was left out: x-mcp-header of "when" is on a number parameter, not a string, integer or boolean',
+    ]);
+    await client.callTool("weather", { city: "Zürich", days: 3, units: "metric" });
+    const call = s.seen.find((r) => r.body.method === "tools/call")!;
+    expect(call.headers["mcp-name"]).toBe("weather");
+    expect(call.headers["mcp-param-city"]).toBe(`=?base64?${Buffer.from("Zürich").toString("base64")}?=`);
+    expect(call.headers["mcp-param-days"]).toBe("3");
+    expect(call.headers["mcp-param-units"]).toBeUndefined();
   });
 });

@@ -61,6 +61,9 @@ async function main() {
       const echo = tools.find((tool) => tool.inputSchema?.properties?.schema)
       const focal = tools.find((tool) => tool !== echo)
       await client.callTool(echo.name, { schema: focal.inputSchema })
+    } else if (context.toolCalls) {
+      // The scenario names the calls (and their arguments) it wants to see.
+      for (const call of context.toolCalls) await client.callTool(call.name, call.arguments)
     } else if (scenario !== 'initialize') {
       for (const tool of tools) {
         await client.callTool(tool.name, toolArguments[tool.name] ?? {})

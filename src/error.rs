@@ -75,6 +75,10 @@ pub enum CoreError {
     step: crate::oauth::Step,
     message: String,
   },
+  /// N4: `tools/list` named a tool whose `x-mcp-header` annotations are invalid; it was
+  /// left out of the list.
+  #[error("MCP server tool \"{tool}\" was left out: {reason}")]
+  ToolDropped { tool: String, reason: String },
   /// O1: the caller's `authProvider` was sent to authorize; `finishAuth` completes it.
   #[error("Unauthorized")]
   Unauthorized,

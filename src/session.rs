@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::CoreError;
 use crate::protocol::line_scan::LineScan;
 use crate::protocol::message::{self, Incoming, RpcError};
+use crate::protocol::tool_headers;
 use crate::protocol::tree;
 
 /// What the JS side is told, in the order it must see it (T3).
@@ -126,6 +127,8 @@ pub struct RequestTiming {
 struct Pending {
   /// T9: `initialize` is never cancelled.
   is_initialize: bool,
+  /// N4: a `tools/list` of the stateless era, whose tools are screened.
+  lists_tools: bool,
   timer: Option<JoinHandle<()>>,
   /// P4: `maxTotalTimeout`'s timer, never restarted.
   total_timer: Option<JoinHandle<()>>,
@@ -161,6 +164,8 @@ struct State {
   serving: std::collections::HashSet<String>,
   /// N3: in the stateless era, the `_meta` every request carries.
   stateless_meta: Option<serde_json::Map<String, serde_json::Value>>,
+  /// N4: the tool parameters mirrored into `Mcp-Param-*` headers, from `tools/list`.
+  tool_headers: tool_headers::ToolHeaders,
 }
 
 pub struct Session {
@@ -193,6 +198,7 @@ impl Session {
         protocol_version: None,
         serving: Default::default(),
         stateless_meta: None,
+        tool_headers: Default::default(),
       }),
       outbox,
       events,
@@ -285,10 +291,12 @@ impl Session {
       return Err(CoreError::NotConnected);
     }
     let resets = options.timing.is_some_and(|t| t.reset_on_progress);
+    let lists_tools = method == "tools/list" && state.stateless_meta.is_some();
     state.pending.insert(
       id,
       Pending {
         is_initialize: method == "initialize",
+        lists_tools,
         timer,
         total_timer,
         cancel,
@@ -431,7 +439,7 @@ impl Session {
       .as_ref()
       .filter(|scan| scan.len() == line.len())
       .and_then(LineScan::plain_tree_quotes);
-    if let Some(quotes) = quotes {
+    if let Some(quotes) = quotes.filter(|_| !self.screens_tools()) {
       if !self.is_connected() {
         return;
       }
@@ -459,7 +467,7 @@ impl Session {
       // After close() nothing more reaches JS.
       return;
     }
-    if message::prefers_tree(frame) {
+    if message::prefers_tree(frame) && !self.screens_tools() {
       let owned = owner
         .cloned()
         .unwrap_or_else(|| bytes::Bytes::copy_from_slice(frame.as_bytes()));
@@ -481,7 +489,12 @@ impl Session {
         }
         drop(state);
         if let Some(pending) = pending {
+          let lists_tools = pending.lists_tools;
           pending.stop_timer();
+          let outcome = match outcome {
+            Ok(result) if lists_tools => Ok(self.screen_tools(result)),
+            other => other,
+          };
           let outcome = outcome.map(Some).map_err(|e| CoreError::Rpc {
             code: e.code,
             message: e.message,
@@ -614,6 +627,34 @@ impl Session {
         state.stateless_meta = None;
       }
     }
+  }
+
+  /// N4: `tools/list` answers go through `screen_tools`, not the large-result fast path.
+  fn screens_tools(&self) -> bool {
+    self.state().pending.values().any(|p| p.lists_tools)
+  }
+
+  /// N4: drops the tools whose `x-mcp-header` annotations are invalid (each one reported)
+  /// and keeps the mirrored parameters of the others.
+  fn screen_tools(&self, result: Box<RawValue>) -> Box<RawValue> {
+    let Some(screened) = tool_headers::screen_tools_list(result.get()) else {
+      return result;
+    };
+    self.state().tool_headers.extend(screened.headers);
+    for (tool, reason) in screened.dropped {
+      self
+        .events
+        .emit(Event::Error(CoreError::ToolDropped { tool, reason }));
+    }
+    screened
+      .result
+      .and_then(|text| RawValue::from_string(text).ok())
+      .unwrap_or(result)
+  }
+
+  /// N4: the `Mcp-Param-*` headers of a `tools/call` frame.
+  pub fn param_headers(&self, frame: &str) -> Vec<(String, String)> {
+    tool_headers::call_headers(frame, &self.state().tool_headers)
   }
 
   pub fn is_stateless(&self) -> bool {

@@ -7,4 +7,5 @@ pub mod message;
 pub mod parse_sse;
 pub mod resumption;
 pub mod sse;
+pub mod tool_headers;
 pub mod tree;

@@ -484,6 +484,14 @@ impl Shared {
           headers.insert(name, value);
         }
       }
+      for (name, value) in session.param_headers(&frame) {
+        if let (Ok(name), Ok(value)) = (
+          HeaderName::from_bytes(name.as_bytes()),
+          HeaderValue::from_str(&value),
+        ) {
+          headers.insert(name, value);
+        }
+      }
     }
     let token = self.present(&mut headers, "POST", &url).await;
     let response = self
