@@ -53,6 +53,20 @@ async function statelessServer(versions: string[]) {
       });
     }
     if (body.method === "tools/call" && body.params.name === "weather") return result({ content: [{ type: "text", text: "sunny" }] });
+    if (body.method === "tools/call" && body.params.name === "confirm") {
+      // N6: asks once (with an opaque state), then answers with what it was given.
+      if (!body.params.inputResponses) {
+        return result({
+          resultType: "input_required",
+          inputRequests: { ok: { method: "elicitation/create", params: { message: "Sure?", requestedSchema: { type: "object", properties: { sure: { type: "boolean" } } } } } },
+          requestState: '{"n": 1,  "spaced":true}',
+        });
+      }
+      return result({ content: [{ type: "text", text: JSON.stringify({ responses: body.params.inputResponses, state: body.params.requestState }) }] });
+    }
+    if (body.method === "tools/call" && body.params.name === "nag") {
+      return result({ resultType: "input_required", inputRequests: { again: { method: "elicitation/create", params: { message: "Again?", requestedSchema: { type: "object" } } } } });
+    }
     if (body.method === "tools/call") return result({ content: [{ type: "text", text: `sum ${body.params.arguments.a + body.params.arguments.b}` }] });
     return reply(404, { jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "Method not found" } });
   });
@@ -115,5 +129,30 @@ describe("N1/N3/N4 the stateless era", () => {
     expect(call.headers["mcp-param-city"]).toBe(`=?base64?${Buffer.from("Zürich").toString("base64")}?=`);
     expect(call.headers["mcp-param-days"]).toBe("3");
     expect(call.headers["mcp-param-units"]).toBeUndefined();
+  });
+
+  it("N6: input-required results are fulfilled by the handlers and retried with a new id, the state byte-exact; 8 rounds at most", async () => {
+    const s = await statelessServer(["2026-07-28"]);
+    const asked: unknown[] = [];
+    const client = await native.MCPClient.connect("mrtr", { type: "http", url: s.url }, {
+      client: { protocolVersion: "2026-07-28" },
+      elicitation: async (params: any) => (asked.push(params.message), { action: "accept", content: { sure: true } }),
+    } as any);
+    cleanups.push(() => client.close());
+    const result: any = await client.callTool("confirm", { x: 1 });
+    expect(JSON.parse(result.content[0].text)).toEqual({
+      responses: { ok: { action: "accept", content: { sure: true } } },
+      state: '{"n": 1,  "spaced":true}',
+    });
+    const calls = s.seen.filter((r) => r.body.method === "tools/call");
+    expect(calls).toHaveLength(2);
+    expect(calls[1].body.id).not.toBe(calls[0].body.id);
+    expect(calls[1].body.params.arguments).toEqual({ x: 1 });
+    expect(asked).toEqual(["Sure?"]);
+    await expect(client.callTool("nag", {})).rejects.toThrow("MCP server kept asking for input after 8 rounds");
+    const nags = s.seen.filter((r) => r.body.params?.name === "nag");
+    expect(nags).toHaveLength(8);
+    // No state was sent, so none goes back.
+    expect(nags.every((r) => r.body.params.requestState === undefined)).toBe(true);
   });
 });

@@ -12,6 +12,7 @@ use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::stdio::create_stdio_transport;
 use super::transport_class::finish;
+use crate::client::input_required;
 use crate::client::{self, ClientFeatures, ClientOptions, ConnectRequest};
 use crate::config::{transport_kind, TransportKind};
 use crate::host::Values;
@@ -209,7 +210,7 @@ pub fn call_tool(
     }
     Ok((transport, params)) => {
       let options = options.map(|o| o.0).filter(|o| !js.is_nullish(*o));
-      send_tool_call(js, &transport, &params, options)
+      send_tool_call(js, &host.hold(connection.0), &transport, &params, options)
     }
   };
   finish(js, result)
@@ -226,18 +227,29 @@ pub(crate) fn start_tool_call(
 ) -> Result<Value, Thrown> {
   let host = JsHost::new(js);
   let arguments = arguments.map(|a| host.hold(a));
-  match client::tool_call(&host, &host.hold(connection), host.hold(tool), arguments) {
+  let connection = host.hold(connection);
+  match client::tool_call(&host, &connection, host.hold(tool), arguments) {
     Err(error) => js.rejected(error.get(js)),
-    Ok((transport, params)) => send_tool_call(js, &transport, &params, options),
+    Ok((transport, params)) => send_tool_call(js, &connection, &transport, &params, options),
   }
 }
 
 fn send_tool_call(
   js: Js,
+  connection: &Held,
   transport: &Held,
   params: &Held,
   options: Option<Value>,
 ) -> Result<Value, Thrown> {
+  let host = JsHost::new(js);
+  // N6: a stateless-era result may ask for input first.
+  if input_required::is_stateless_connection(&host, connection) {
+    let (transport, params) = (transport.clone(), params.clone());
+    let options = options.map(|o| host.hold(o));
+    return executor::promise(js, async move {
+      input_required::request_fulfilled(&host, &transport, "tools/call", params, options).await
+    });
+  }
   let mut args = vec![js.string("tools/call"), params.get(js)];
   args.extend(options);
   match call_method(js, transport.get(js), "request", &args) {

@@ -50,6 +50,14 @@ impl JsMcpClient {
     executor::promise(js, async move {
       let transport = connection_transport(&host, &connection)?;
       let params = host.object(params)?;
+      // N6: a stateless-era prompt or resource may ask for input first.
+      let asks = matches!(method, "prompts/get" | "resources/read");
+      if asks && crate::client::input_required::is_stateless_connection(&host, &connection) {
+        return crate::client::input_required::request_fulfilled(
+          &host, &transport, method, params, options,
+        )
+        .await;
+      }
       crate::host::Transports::request(&host, &transport, method, params, options).await
     })
   }

@@ -5,6 +5,7 @@ pub mod call_mcp;
 mod connect;
 pub mod features;
 pub mod handshake;
+pub mod input_required;
 mod listing;
 pub mod server_requests;
 
