@@ -155,4 +155,16 @@ describe("N1/N3/N4 the stateless era", () => {
     // No state was sent, so none goes back.
     expect(nags.every((r) => r.body.params.requestState === undefined)).toBe(true);
   });
+
+  it("N9: ping is a server/discover; setLoggingLevel becomes the _meta level of later requests", async () => {
+    const s = await statelessServer(["2026-07-28"]);
+    const client = await native.MCPClient.connect("n9", { type: "http", url: s.url }, { client: { protocolVersion: "2026-07-28" } });
+    cleanups.push(() => client.close());
+    await expect(client.ping()).resolves.toEqual({});
+    await client.setLoggingLevel("debug");
+    await client.callTool("add", { a: 1, b: 1 });
+    expect(s.seen.map((r) => r.body.method)).toEqual(["server/discover", "server/discover", "tools/call"]);
+    expect(s.seen[2].body.params._meta[`${META}logLevel`]).toBe("debug");
+    expect(s.seen[1].body.params._meta[`${META}logLevel`]).toBeUndefined();
+  });
 });

@@ -103,6 +103,11 @@ pub trait Transports: Values {
   fn set_stateless(&self, _transport: &Self::Value, _era: Option<(&str, &str)>) -> bool {
     false
   }
+  /// N9: one more entry (JSON text) of the stateless envelope; `false` for a transport
+  /// that cannot (not one of ours, or not stateless).
+  fn set_meta_entry(&self, _transport: &Self::Value, _key: &str, _value: &str) -> bool {
+    false
+  }
   /// O1: how long the transport's OAuth flow has waited for the user agent, which the
   /// connect timeout does not count. Zero for transports without one.
   fn user_wait(&self, _transport: &Self::Value) -> Duration {

@@ -657,6 +657,17 @@ impl Session {
     tool_headers::call_headers(frame, &self.state().tool_headers)
   }
 
+  /// N9: one more entry of the stateless envelope; `false` outside that era.
+  pub fn set_meta_entry(&self, key: String, value: serde_json::Value) -> bool {
+    match &mut self.state().stateless_meta {
+      Some(meta) => {
+        meta.insert(key, value);
+        true
+      }
+      None => false,
+    }
+  }
+
   pub fn is_stateless(&self) -> bool {
     self.state().stateless_meta.is_some()
   }

@@ -287,6 +287,24 @@ impl<T: OnJs> Transports for T {
     call_method(js, object, "_setStateless", &args).is_ok()
   }
 
+  fn set_meta_entry(&self, transport: &Held, key: &str, value: &str) -> bool {
+    let js = self.on().js;
+    let object = transport.get(js);
+    if !js
+      .get(object, "_setMetaEntry")
+      .is_ok_and(|f| js.is_function(f))
+    {
+      return false;
+    }
+    call_method(
+      js,
+      object,
+      "_setMetaEntry",
+      &[js.string(key), js.string(value)],
+    )
+    .is_ok_and(|done| js.truthy(done))
+  }
+
   fn user_wait(&self, transport: &Held) -> Duration {
     let js = self.on().js;
     let object = transport.get(js);

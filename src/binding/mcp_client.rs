@@ -170,7 +170,14 @@ impl JsMcpClient {
   )]
   pub fn ping(&self, env: Env, options: Option<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    finish(js, self.request(js, "ping", Vec::new(), options))
+    let host = self.host();
+    let connection = self.connection.clone();
+    let options = Self::options(js, options);
+    let pinging = async move {
+      let transport = connection_transport(&host, &connection)?;
+      crate::client::removed_methods::ping(&host, &connection, &transport, options).await
+    };
+    finish(js, executor::promise(js, pinging))
   }
 
   /// Every resource of every `resources/list` page.
@@ -286,9 +293,14 @@ impl JsMcpClient {
     let level = host.hold(level.0);
     let setting = async move {
       let transport = connection_transport(&host, &connection)?;
-      let params = host.object(vec![("level", level)])?;
-      crate::host::Transports::request(&host, &transport, "logging/setLevel", params, options)
-        .await?;
+      crate::client::removed_methods::set_logging_level(
+        &host,
+        &connection,
+        &transport,
+        level,
+        options,
+      )
+      .await?;
       Ok(host.undefined())
     };
     finish(js, executor::promise(js, setting))

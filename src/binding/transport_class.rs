@@ -212,6 +212,20 @@ macro_rules! transport_class {
 
       /// N3: the stateless era of `version`, with the `_meta` (JSON text) every request
       /// carries; no arguments go back to the handshake era. Set by the connect flow.
+      /// N9: one more `_meta` entry (JSON text) of the stateless era; whether it was set.
+      #[napi(js_name = "_setMetaEntry", skip_typescript)]
+      pub fn set_meta_entry(&self, key: String, value: String) -> bool {
+        let Ok(value) = serde_json::from_str(&value) else {
+          return false;
+        };
+        self
+          .side
+          .borrow()
+          .session
+          .as_ref()
+          .is_some_and(|session| session.set_meta_entry(key, value))
+      }
+
       #[napi(js_name = "_setStateless", skip_typescript)]
       pub fn set_stateless(&self, version: Option<String>, meta: Option<String>) {
         let era = version.zip(meta.and_then(|m| serde_json::from_str(&m).ok()));

@@ -7,6 +7,7 @@ pub mod features;
 pub mod handshake;
 pub mod input_required;
 mod listing;
+pub mod removed_methods;
 pub mod server_requests;
 
 #[cfg(test)]
