@@ -45,6 +45,7 @@ async function statelessServer(versions: string[]) {
     }
     if (body.method === "tools/list") {
       return result({
+        ttlMs: 300,
         tools: [
           { name: "add", inputSchema: { type: "object" } },
           { name: "weather", inputSchema: { type: "object", properties: { city: { type: "string", "x-mcp-header": "City" }, days: { type: "integer", "x-mcp-header": "Days" }, units: { type: "string" } } } },
@@ -166,5 +167,19 @@ describe("N1/N3/N4 the stateless era", () => {
     expect(s.seen.map((r) => r.body.method)).toEqual(["server/discover", "server/discover", "tools/call"]);
     expect(s.seen[2].body.params._meta[`${META}logLevel`]).toBe("debug");
     expect(s.seen[1].body.params._meta[`${META}logLevel`]).toBeUndefined();
+  });
+
+  it("N8: listTools serves connection.tools while the list's ttlMs lasts, then lists again", async () => {
+    const s = await statelessServer(["2026-07-28"]);
+    const client = await native.MCPClient.connect("n8", { type: "http", url: s.url }, { client: { protocolVersion: "2026-07-28" } });
+    cleanups.push(() => client.close());
+    const lists = () => s.seen.filter((r) => r.body.method === "tools/list").length;
+    const first = await client.listTools();
+    expect(await client.listTools()).toBe(first);
+    expect(lists()).toBe(1);
+    await new Promise((r) => setTimeout(r, 350));
+    const again = await client.listTools();
+    expect(again).not.toBe(first);
+    expect(lists()).toBe(2);
   });
 });

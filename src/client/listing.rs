@@ -25,8 +25,24 @@ pub async fn paginate<H: Transports>(
   key: &str,
   options: Option<H::Value>,
 ) -> Result<H::Value, H::Value> {
+  Ok(
+    paginate_with_ttl(host, transport, method, key, options)
+      .await?
+      .0,
+  )
+}
+
+/// `paginate`, with N8's freshness: the smallest `ttlMs` of the pages, if any gave one.
+pub async fn paginate_with_ttl<H: Transports>(
+  host: &H,
+  transport: &H::Value,
+  method: &str,
+  key: &str,
+  options: Option<H::Value>,
+) -> Result<(H::Value, Option<f64>), H::Value> {
   let mut all = Vec::new();
   let mut cursor = None;
+  let mut ttl: Option<f64> = None;
   loop {
     let params = match cursor.take() {
       None => host.object(Vec::new())?,
@@ -41,14 +57,24 @@ pub async fn paginate<H: Transports>(
     if let Some(items) = host.items(&host.field(&page, key)?) {
       all.extend(items);
     }
+    if let Some(ms) = host
+      .as_number(&host.field(&page, "ttlMs")?)
+      .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+      ttl = Some(ttl.map_or(ms, |t| t.min(ms)));
+    }
     let next = host.field(&page, "nextCursor")?;
     if host.is_nullish(&next) {
       break;
     }
     cursor = Some(next);
   }
-  host.array(all)
+  Ok((host.array(all)?, ttl))
 }
+
+/// N8: where a connection keeps until when its tool list is fresh (milliseconds since the
+/// epoch), when the server gave the list a `ttlMs`.
+pub const TOOLS_FRESH_UNTIL: &str = "toolsFreshUntil";
 
 /// C2: `[]` without the tools capability; `connection.tools` once listed; else every page
 /// of `tools/list`, stored in `connection.tools`.
@@ -65,11 +91,25 @@ pub async fn list_tools<H: Transports>(
     return host.array(Vec::new());
   }
   let cached = host.field(&connection, "tools")?;
-  if host.truthy(&cached) {
+  let fresh_until = host.as_number(&host.field(&connection, TOOLS_FRESH_UNTIL)?);
+  let fresh = fresh_until.is_none_or(|until| (crate::persist::now_ms() as f64) < until);
+  if host.truthy(&cached) && fresh {
     return Ok(cached);
   }
-  let tools = paginate(&host, &transport, "tools/list", "tools", options).await?;
+  let (tools, ttl) = paginate_with_ttl(&host, &transport, "tools/list", "tools", options).await?;
   host.set_field(&connection, "tools", tools.clone())?;
+  match ttl {
+    Some(ttl) => {
+      let until = crate::persist::now_ms() as f64 + ttl;
+      host.set_field(
+        &connection,
+        TOOLS_FRESH_UNTIL,
+        host.json(&format!("{}", until as u64))?,
+      )?;
+    }
+    None if fresh_until.is_some() => host.delete_field(&connection, TOOLS_FRESH_UNTIL),
+    None => {}
+  }
   Ok(tools)
 }
 
