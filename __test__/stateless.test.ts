@@ -2,7 +2,7 @@
 // stateless server of ours on 127.0.0.1 that checks the envelope and the headers.
 import { createServer } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { native } from "./helpers";
+import { history, native, server } from "./helpers";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -182,4 +182,43 @@ describe("N1/N3/N4 the stateless era", () => {
     expect(again).not.toBe(first);
     expect(lists()).toBe(2);
   });
+});
+
+describe("N2 auto detection", () => {
+  const connectAuto = async (config: any) => {
+    const client = await native.MCPClient.connect("auto", config, { client: { protocolVersion: "auto" } } as any);
+    cleanups.push(() => client.close());
+    return client;
+  };
+
+  it("N2: a stateless server is found by the probe", async () => {
+    const s = await statelessServer(["2026-07-28"]);
+    const client = await connectAuto({ type: "http", url: s.url });
+    expect(client.connection.protocolVersion).toBe("2026-07-28");
+  });
+
+  it("N2: a handshake server answers the probe with an error: handshake; the verdict is remembered for the process", async () => {
+    // A unique env entry makes a server of its own for the process-wide verdicts.
+    const config = { command: process.execPath, args: [server], env: { N2_CASE: `remember-${Date.now()}` } };
+    const first = await connectAuto(config);
+    expect(first.connection.protocolVersion).toBe("2025-11-25");
+    expect((await history(first.connection.transport as any)).map((m: any) => m.method).slice(0, 2)).toEqual(["server/discover", "initialize"]);
+    const second = await connectAuto(config);
+    expect((await history(second.connection.transport as any)).map((m: any) => m.method)[0]).toBe("initialize");
+  });
+
+  it("N2: a server that exits on the probe is started once more for the handshake", async () => {
+    const config = { command: process.execPath, args: [server, "--exit-on-unknown-first"], env: { N2_CASE: `exit-${Date.now()}` } };
+    const client = await connectAuto(config);
+    expect(client.connection.protocolVersion).toBe("2025-11-25");
+    expect((await history(client.connection.transport as any)).map((m: any) => m.method)[0]).toBe("initialize");
+  });
+
+  it("N2: a server that never answers the probe gets the handshake after 3 s", async () => {
+    const config = { command: process.execPath, args: [server, "--hang-on-unknown"], env: { N2_CASE: `hang-${Date.now()}` } };
+    const started = Date.now();
+    const client = await connectAuto(config);
+    expect(client.connection.protocolVersion).toBe("2025-11-25");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+  }, 15_000);
 });

@@ -14,7 +14,9 @@ use super::handshake::{
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::host::{Callbacks, Clock, HostFn, Signals, Transports};
+use super::era;
+use crate::error::CoreError;
+use crate::host::{json_of, Callbacks, Clock, HostFn, Signals, Transports};
 
 /// One `connectToServer` call.
 pub struct ConnectRequest<V> {
@@ -50,31 +52,49 @@ where
     _ => error,
   };
   let mut stop = stopped(&host, &request, created.clone());
+  // N2: a server that exits on the era probe is started again, once, for the handshake.
+  let mut respawned = false;
+  loop {
+    let creating = host.create_transport(&request.config);
+    let transport = match select(creating, &mut stop).await {
+      Either::Left((Ok(transport), _)) => {
+        *created.borrow_mut() = Some(transport.clone());
+        transport
+      }
+      Either::Left((Err(error), _)) => return Err(blame(error)),
+      Either::Right((reason, creating)) => {
+        let closer = host.clone();
+        host.spawn(Box::pin(async move {
+          if let Ok(transport) = creating.await {
+            let _ = closer.close(&transport).await;
+          }
+        }));
+        return Err(blame(reason));
+      }
+    };
+    let handshake = Box::pin(initialize(&host, &request, &transport, respawned));
+    let error = match select(handshake, &mut stop).await {
+      Either::Left((Ok(Initialized::Connected(connection)), _)) => return Ok(connection),
+      Either::Left((Ok(Initialized::Respawn), _)) if !respawned => {
+        let _ = host.close(&transport).await;
+        respawned = true;
+        continue;
+      }
+      Either::Left((Ok(Initialized::Respawn), _)) => {
+        blame(host.error(&CoreError::TransportClosed { stderr: None }.to_string()))
+      }
+      Either::Left((Err(error), _)) | Either::Right((error, _)) => blame(error),
+    };
+    let _ = host.close(&transport).await;
+    return Err(error);
+  }
+}
 
-  let creating = host.create_transport(&request.config);
-  let transport = match select(creating, &mut stop).await {
-    Either::Left((Ok(transport), _)) => {
-      *created.borrow_mut() = Some(transport.clone());
-      transport
-    }
-    Either::Left((Err(error), _)) => return Err(blame(error)),
-    Either::Right((reason, creating)) => {
-      let closer = host.clone();
-      host.spawn(Box::pin(async move {
-        if let Ok(transport) = creating.await {
-          let _ = closer.close(&transport).await;
-        }
-      }));
-      return Err(blame(reason));
-    }
-  };
-  let handshake = Box::pin(initialize(&host, &request, &transport));
-  let error = match select(handshake, &mut stop).await {
-    Either::Left((Ok(connection), _)) => return Ok(connection),
-    Either::Left((Err(error), _)) | Either::Right((error, _)) => blame(error),
-  };
-  let _ = host.close(&transport).await;
-  Err(error)
+/// What an attempt on one transport came to.
+enum Initialized<V> {
+  Connected(V),
+  /// N2: the server exited on the era probe; a new one gets the handshake.
+  Respawn,
 }
 
 fn timeout_error<H: Transports>(host: &H, name: &str, limit: Duration) -> H::Value {
@@ -157,21 +177,37 @@ fn serve_requests<H: Transports + Callbacks>(
   host.set_field(transport, "onRequest", on_request)
 }
 
-async fn initialize<H: Transports + Callbacks>(
+async fn initialize<H: Transports + Callbacks + Clock>(
   host: &H,
   request: &ConnectRequest<H::Value>,
   transport: &H::Value,
-) -> Result<H::Value, H::Value> {
+  respawned: bool,
+) -> Result<Initialized<H::Value>, H::Value> {
   serve_requests(host, request, transport)?;
   let version = request
     .client
     .protocol_version
     .clone()
     .unwrap_or_else(|| handshake::DEFAULT_PROTOCOL_VERSION.to_string());
-  if !handshake::is_stateless(&version) {
+  if version == era::AUTO {
+    return detect(host, request, transport, respawned).await;
+  }
+  connect_at(host, request, transport, &version)
+    .await
+    .map(Initialized::Connected)
+}
+
+/// N1: the era and version the caller named.
+async fn connect_at<H: Transports + Callbacks>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+  version: &str,
+) -> Result<H::Value, H::Value> {
+  if !handshake::is_stateless(version) {
     return initialize_handshake(host, request, transport, &request.client).await;
   }
-  let error = match discover(host, request, transport, &version).await {
+  let error = match discover(host, request, transport, version).await {
     Ok(connection) => return Ok(connection),
     Err(error) => error,
   };
@@ -189,6 +225,95 @@ async fn initialize<H: Transports + Callbacks>(
     ..request.client.clone()
   };
   initialize_handshake(host, request, transport, &client).await
+}
+
+/// N2: `"auto"`: the verdict remembered for this server, else a `server/discover` probe
+/// (3 s at most): an answer means the stateless era, -32022 the version it names, the
+/// process exiting a respawn, anything else the handshake. A remembered stateless verdict
+/// that fails as a handshake-era server would is forgotten.
+async fn detect<H: Transports + Callbacks + Clock>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+  respawned: bool,
+) -> Result<Initialized<H::Value>, H::Value> {
+  let key = json_of(host, &request.config)
+    .ok()
+    .flatten()
+    .and_then(|config| era::verdict_key(&config));
+  let remember = |verdict| {
+    if let Some(key) = &key {
+      era::remember(key, verdict);
+    }
+  };
+  let handshake_client = ClientOptions {
+    protocol_version: None,
+    ..request.client.clone()
+  };
+  let cached = key.as_deref().and_then(era::cached);
+  if respawned || cached == Some(era::Verdict::Handshake) {
+    remember(era::Verdict::Handshake);
+    return initialize_handshake(host, request, transport, &handshake_client)
+      .await
+      .map(Initialized::Connected);
+  }
+  let version = match cached {
+    Some(era::Verdict::Stateless(version)) => version,
+    _ => handshake::STATELESS_PROTOCOL_VERSIONS[0],
+  };
+  let probe = Box::pin(discover(host, request, transport, version));
+  let timeout = host.sleep(era::PROBE_TIMEOUT);
+  let error = match select(probe, timeout).await {
+    Either::Left((Ok(connection), _)) => {
+      remember(era::Verdict::Stateless(version));
+      return Ok(Initialized::Connected(connection));
+    }
+    Either::Left((Err(error), _)) => Some(error),
+    Either::Right(_) => None,
+  };
+  let failure = match &error {
+    None => era::ProbeFailure::Legacy,
+    Some(error) => {
+      let code = host
+        .field(error, "code")
+        .ok()
+        .and_then(|c| host.as_number(&c));
+      era::classify_probe_failure(code, &host.message(error))
+    }
+  };
+  match (failure, error) {
+    (era::ProbeFailure::Unsupported, Some(error)) => {
+      let Some(next) = unsupported_version_fallback(host, &error) else {
+        return Err(error);
+      };
+      if handshake::is_stateless(next) {
+        remember(era::Verdict::Stateless(next));
+        return discover(host, request, transport, next)
+          .await
+          .map(Initialized::Connected);
+      }
+      host.set_stateless(transport, None);
+      remember(era::Verdict::Handshake);
+      let client = ClientOptions {
+        protocol_version: Some(next.to_string()),
+        ..request.client.clone()
+      };
+      initialize_handshake(host, request, transport, &client)
+        .await
+        .map(Initialized::Connected)
+    }
+    (era::ProbeFailure::Exited, _) => {
+      remember(era::Verdict::Handshake);
+      Ok(Initialized::Respawn)
+    }
+    _ => {
+      host.set_stateless(transport, None);
+      remember(era::Verdict::Handshake);
+      initialize_handshake(host, request, transport, &handshake_client)
+        .await
+        .map(Initialized::Connected)
+    }
+  }
 }
 
 /// N3: the version to retry with after a -32022 (UnsupportedProtocolVersion) error.

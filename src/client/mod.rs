@@ -3,6 +3,7 @@
 //! (C2). `handshake` holds the pure parts: what `initialize` offers and the timeout text.
 pub mod call_mcp;
 mod connect;
+pub mod era;
 pub mod features;
 pub mod handshake;
 pub mod input_required;
