@@ -273,49 +273,27 @@ impl<T: OnJs> Transports for T {
 
   fn set_stateless(&self, transport: &Held, era: Option<(&str, &str)>) -> bool {
     let js = self.on().js;
-    let object = transport.get(js);
-    if !js
-      .get(object, "_setStateless")
-      .is_ok_and(|f| js.is_function(f))
-    {
-      return false;
-    }
     let args = match era {
       Some((version, meta)) => vec![js.string(version), js.string(meta)],
       None => Vec::new(),
     };
-    call_method(js, object, "_setStateless", &args).is_ok()
+    call_own(js, transport, "_setStateless", &args).is_some()
   }
 
   fn set_meta_entry(&self, transport: &Held, key: &str, value: &str) -> bool {
     let js = self.on().js;
-    let object = transport.get(js);
-    if !js
-      .get(object, "_setMetaEntry")
-      .is_ok_and(|f| js.is_function(f))
-    {
-      return false;
-    }
-    call_method(
+    call_own(
       js,
-      object,
+      transport,
       "_setMetaEntry",
       &[js.string(key), js.string(value)],
     )
-    .is_ok_and(|done| js.truthy(done))
+    .is_some_and(|done| js.truthy(done))
   }
 
   fn user_wait(&self, transport: &Held) -> Duration {
     let js = self.on().js;
-    let object = transport.get(js);
-    if !js
-      .get(object, "_userWaitMs")
-      .is_ok_and(|f| js.is_function(f))
-    {
-      return Duration::ZERO;
-    }
-    call_method(js, object, "_userWaitMs", &[])
-      .ok()
+    call_own(js, transport, "_userWaitMs", &[])
       .and_then(|ms| js.number_value(ms))
       .filter(|ms| ms.is_finite() && *ms > 0.0)
       .map_or(Duration::ZERO, |ms| Duration::from_secs_f64(ms / 1000.0))
@@ -325,10 +303,17 @@ impl<T: OnJs> Transports for T {
 /// Calls `object[method](...args)` when the object has that method (ours do, a caller's own
 /// transport may not); the outcome is not awaited.
 fn call_if_present(js: Js, object: &Held, method: &str, args: &[Value]) {
+  let _ = call_own(js, object, method, args);
+}
+
+/// What `object[method](...args)` returned, when the object has that method and it did not
+/// throw.
+fn call_own(js: Js, object: &Held, method: &str, args: &[Value]) -> Option<Value> {
   let object = object.get(js);
-  if js.get(object, method).is_ok_and(|f| js.is_function(f)) {
-    let _ = call_method(js, object, method, args);
+  if !js.get(object, method).is_ok_and(|f| js.is_function(f)) {
+    return None;
   }
+  call_method(js, object, method, args).ok()
 }
 
 impl<T: OnJs> Callbacks for T {
