@@ -72,8 +72,9 @@ describe("O1/O2 the authorization-code flow", () => {
     });
     expect(authorization.state).toMatch(/^[\w-]{43}$/);
     expect(f.tokenRequests.map((t) => t.grant)).toEqual(["authorization_code"]);
-    // The first POST went without a token, every one after the flow with it.
-    expect(f.mcpRequests[0]).toEqual({ method: "initialize", authorization: undefined });
+    // The first POST (MCPClient's era probe, N2) went without a token, every one after the
+    // flow with it.
+    expect(f.mcpRequests[0]).toEqual({ method: "server/discover", authorization: undefined });
     expect(f.mcpRequests.slice(1).every((r) => r.authorization?.startsWith("Bearer at-"))).toBe(true);
   });
 

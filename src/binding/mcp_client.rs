@@ -112,7 +112,14 @@ impl JsMcpClient {
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let request = match connect_request(js, name.0, config.0, options.map(|o| o.0)) {
-      Ok(request) => request,
+      // N1: MCPClient finds the era out unless told (connectToServer keeps the handshake).
+      Ok(mut request) => {
+        request
+          .client
+          .protocol_version
+          .get_or_insert_with(|| crate::client::era::AUTO.to_string());
+        request
+      }
       Err(error) => return finish(js, js.rejected(error)),
     };
     let host = JsHost::new(js);
