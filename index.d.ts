@@ -474,6 +474,11 @@ export interface MCPServerConnection {
   protocolVersion?: string;
   /** The server's `instructions`, when it sent them. */
   instructions?: string;
+  /** N2: how `protocolVersion: "auto"` found the era out: `probe`, `remembered`, `refused`,
+   * `timeout`, `respawn` or `unsupported-version`. */
+  eraDetection?: string;
+  /** N8: until when (ms since the epoch) `tools` is fresh, when the server gave a `ttlMs`. */
+  toolsFreshUntil?: number;
   /** Filled by `listTools`. */
   tools?: MCPToolDefinition[];
   /** P5: sends `notifications/roots/list_changed` (set by `connectToServer`). */

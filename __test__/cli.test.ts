@@ -106,6 +106,8 @@ describe("the bundled example server (no target)", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^server\s+mcp-native-example 1\.0\.0$/m);
     expect(run.stdout).toMatch(/^protocol\s+2025-03-26$/m);
+    // N2: the CLI finds the era out; the example server refuses the probe.
+    expect(run.stdout).toMatch(/^era\s+handshake, the server refused the server\/discover probe$/m);
     expect(run.stdout).toMatch(/^capabilities\s+tools, resources, prompts$/m);
     expect(run.stdout).toMatch(/^tools\s+5$/m);
     expect(run.stdout).toMatch(/^resources\s+1$/m);

@@ -195,6 +195,7 @@ describe("N2 auto detection", () => {
     const s = await statelessServer(["2026-07-28"]);
     const client = await connectAuto({ type: "http", url: s.url });
     expect(client.connection.protocolVersion).toBe("2026-07-28");
+    expect(client.connection.eraDetection).toBe("probe");
   });
 
   it("N2: a handshake server answers the probe with an error: handshake; the verdict is remembered for the process", async () => {
@@ -202,8 +203,10 @@ describe("N2 auto detection", () => {
     const config = { command: process.execPath, args: [server], env: { N2_CASE: `remember-${Date.now()}` } };
     const first = await connectAuto(config);
     expect(first.connection.protocolVersion).toBe("2025-11-25");
+    expect(first.connection.eraDetection).toBe("refused");
     expect((await history(first.connection.transport as any)).map((m: any) => m.method).slice(0, 2)).toEqual(["server/discover", "initialize"]);
     const second = await connectAuto(config);
+    expect(second.connection.eraDetection).toBe("remembered");
     expect((await history(second.connection.transport as any)).map((m: any) => m.method)[0]).toBe("initialize");
   });
 
@@ -211,6 +214,7 @@ describe("N2 auto detection", () => {
     const config = { command: process.execPath, args: [server, "--exit-on-unknown-first"], env: { N2_CASE: `exit-${Date.now()}` } };
     const client = await connectAuto(config);
     expect(client.connection.protocolVersion).toBe("2025-11-25");
+    expect(client.connection.eraDetection).toBe("respawn");
     expect((await history(client.connection.transport as any)).map((m: any) => m.method)[0]).toBe("initialize");
   });
 
@@ -220,5 +224,6 @@ describe("N2 auto detection", () => {
     const client = await connectAuto(config);
     expect(client.connection.protocolVersion).toBe("2025-11-25");
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+    expect(client.connection.eraDetection).toBe("timeout");
   }, 15_000);
 });

@@ -83,6 +83,7 @@ async function inspect(ctx) {
     offers(client, "prompts") ? ask("prompts/list", (o) => client.listPrompts(o)) : null,
   ]);
   const counts = { tools: toolList?.length ?? null, resources: resourceList?.length ?? null, prompts: promptList?.length ?? null };
+  const era = describeEra(client.connection);
   const { out } = ctx;
   if (out.json) {
     out.document({
@@ -90,6 +91,7 @@ async function inspect(ctx) {
       transport: describeConfig(target.config),
       serverInfo,
       protocolVersion,
+      era,
       capabilities,
       instructions: instructions ?? null,
       counts,
@@ -101,6 +103,7 @@ async function inspect(ctx) {
   out.fields([
     ["server", `${serverInfo?.name} ${serverInfo?.version}`],
     ["protocol", protocolVersion],
+    ["era", `${era.name}, ${ERA_FOUND[era.detection] ?? era.detection}`],
     ["transport", describeConfig(target.config)],
     ["capabilities", describeCapabilities(capabilities) || out.colors.dim("none")],
     ["tools", count(counts.tools)],
@@ -396,4 +399,20 @@ async function logout(ctx) {
   if (out.json) out.document({ ok: true, signedOut: Boolean(credential) });
   else out.line(credential ? `signed out of ${target.label}` : `not signed in to ${target.label}`);
   return EXIT.OK;
+}
+
+// N2: how `inspect` says the era was found (the connection's `eraDetection`).
+const ERA_FOUND = {
+  requested: "as requested",
+  probe: "found by a server/discover probe",
+  remembered: "remembered from an earlier probe in this process",
+  refused: "the server refused the server/discover probe",
+  timeout: "no answer to the server/discover probe within 3 s",
+  respawn: "the server exited on the server/discover probe and was started again",
+  "unsupported-version": "the server named the versions it speaks (-32022)",
+};
+
+function describeEra(connection) {
+  const stateless = connection.protocolVersion === "2026-07-28";
+  return { name: stateless ? "stateless" : "handshake", detection: connection.eraDetection ?? "requested" };
 }

@@ -250,12 +250,16 @@ async fn detect<H: Transports + Callbacks + Clock>(
     protocol_version: None,
     ..request.client.clone()
   };
+  // What `inspect` tells of how the era was found.
+  let found = |connection: H::Value, how: &str| -> Result<Initialized<H::Value>, H::Value> {
+    host.set_field(&connection, ERA_DETECTION, host.string(how))?;
+    Ok(Initialized::Connected(connection))
+  };
   let cached = key.as_deref().and_then(era::cached);
   if respawned || cached == Some(era::Verdict::Handshake) {
     remember(era::Verdict::Handshake);
-    return initialize_handshake(host, request, transport, &handshake_client)
-      .await
-      .map(Initialized::Connected);
+    let connection = initialize_handshake(host, request, transport, &handshake_client).await?;
+    return found(connection, if respawned { "respawn" } else { "remembered" });
   }
   let version = match cached {
     Some(era::Verdict::Stateless(version)) => version,
@@ -266,7 +270,14 @@ async fn detect<H: Transports + Callbacks + Clock>(
   let error = match select(probe, timeout).await {
     Either::Left((Ok(connection), _)) => {
       remember(era::Verdict::Stateless(version));
-      return Ok(Initialized::Connected(connection));
+      return found(
+        connection,
+        if cached.is_some() {
+          "remembered"
+        } else {
+          "probe"
+        },
+      );
     }
     Either::Left((Err(error), _)) => Some(error),
     Either::Right(_) => None,
@@ -288,9 +299,8 @@ async fn detect<H: Transports + Callbacks + Clock>(
       };
       if handshake::is_stateless(next) {
         remember(era::Verdict::Stateless(next));
-        return discover(host, request, transport, next)
-          .await
-          .map(Initialized::Connected);
+        let connection = discover(host, request, transport, next).await?;
+        return found(connection, "unsupported-version");
       }
       host.set_stateless(transport, None);
       remember(era::Verdict::Handshake);
@@ -298,23 +308,31 @@ async fn detect<H: Transports + Callbacks + Clock>(
         protocol_version: Some(next.to_string()),
         ..request.client.clone()
       };
-      initialize_handshake(host, request, transport, &client)
-        .await
-        .map(Initialized::Connected)
+      let connection = initialize_handshake(host, request, transport, &client).await?;
+      found(connection, "unsupported-version")
     }
     (era::ProbeFailure::Exited, _) => {
       remember(era::Verdict::Handshake);
       Ok(Initialized::Respawn)
     }
-    _ => {
+    (_, error) => {
       host.set_stateless(transport, None);
       remember(era::Verdict::Handshake);
-      initialize_handshake(host, request, transport, &handshake_client)
-        .await
-        .map(Initialized::Connected)
+      let connection = initialize_handshake(host, request, transport, &handshake_client).await?;
+      found(
+        connection,
+        if error.is_some() {
+          "refused"
+        } else {
+          "timeout"
+        },
+      )
     }
   }
 }
+
+/// N2: the connection field saying how `"auto"` found the era out.
+pub const ERA_DETECTION: &str = "eraDetection";
 
 /// N3: the version to retry with after a -32022 (UnsupportedProtocolVersion) error.
 fn unsupported_version_fallback<H: Transports>(host: &H, error: &H::Value) -> Option<&'static str> {
