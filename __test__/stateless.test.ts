@@ -14,6 +14,7 @@ const META = "io.modelcontextprotocol/";
 /** A stateless MCP server speaking `versions`; every POST is recorded. */
 async function statelessServer(versions: string[]) {
   const seen: { headers: Record<string, any>; body: any }[] = [];
+  let lists = 0;
   const server = createServer(async (req, res) => {
     if (req.method !== "POST") {
       res.writeHead(405);
@@ -44,16 +45,26 @@ async function statelessServer(versions: string[]) {
       return result({ supportedVersions: versions, capabilities: { tools: {} }, instructions: "be stateless", _meta: { [`${META}serverInfo`]: { name: "stateless", version: "2" } } });
     }
     if (body.method === "tools/list") {
+      lists++;
+      // "moved" mirrors its region only from the second listing on (a server that changed).
+      const moved = { name: "moved", inputSchema: { type: "object", properties: { region: { type: "string", ...(lists > 1 && { "x-mcp-header": "Region" }) } } } };
       return result({
         ttlMs: 300,
         tools: [
           { name: "add", inputSchema: { type: "object" } },
           { name: "weather", inputSchema: { type: "object", properties: { city: { type: "string", "x-mcp-header": "City" }, days: { type: "integer", "x-mcp-header": "Days" }, units: { type: "string" } } } },
           { name: "broken", inputSchema: { type: "object", properties: { when: { type: "number", "x-mcp-header": "When" } } } },
+          moved,
         ],
       });
     }
     if (body.method === "tools/call" && body.params.name === "weather") return result({ content: [{ type: "text", text: "sunny" }] });
+    if (body.method === "tools/call" && body.params.name === "moved") {
+      if (req.headers["mcp-param-region"] !== body.params.arguments.region) {
+        return reply(400, { jsonrpc: "2.0", id: body.id, error: { code: -32020, message: "Header mismatch: Mcp-Param-Region" } });
+      }
+      return result({ content: [{ type: "text", text: `moved to ${body.params.arguments.region}` }] });
+    }
     if (body.method === "tools/call" && body.params.name === "confirm") {
       // N6: asks once (with an opaque state), then answers with what it was given.
       if (!body.params.inputResponses) {
@@ -120,7 +131,7 @@ describe("N1/N3/N4 the stateless era", () => {
     const errors: string[] = [];
     (client.connection.transport as any).onError = (e: Error) => errors.push(e.message);
     const tools = await client.listTools();
-    expect(tools.map((t: any) => t.name)).toEqual(["add", "weather"]);
+    expect(tools.map((t: any) => t.name)).toEqual(["add", "weather", "moved"]);
     expect(errors).toEqual([
       'MCP server tool "broken" was left out: x-mcp-header of "when" is on a number parameter, not a string, integer or boolean',
     ]);
@@ -226,4 +237,15 @@ describe("N2 auto detection", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
     expect(client.connection.eraDetection).toBe("timeout");
   }, 15_000);
+
+  it("N4: -32020 lists the tools again, once, and repeats the call with the new headers", async () => {
+    const s = await statelessServer(["2026-07-28"]);
+    const client = await native.MCPClient.connect("relist", { type: "http", url: s.url }, { client: { protocolVersion: "2026-07-28" } });
+    cleanups.push(() => client.close());
+    await client.listTools();
+    await expect(client.callTool("moved", { region: "eu" })).resolves.toMatchObject({ content: [{ text: "moved to eu" }] });
+    const methods = s.seen.map((r) => r.body.method);
+    expect(methods).toEqual(["server/discover", "tools/list", "tools/call", "tools/list", "tools/call"]);
+    expect(s.seen[4].headers["mcp-param-region"]).toBe("eu");
+  });
 });

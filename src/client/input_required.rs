@@ -21,10 +21,24 @@ pub async fn request_fulfilled<H: Transports + Callbacks>(
   options: Option<H::Value>,
 ) -> Result<H::Value, H::Value> {
   let mut next = params.clone();
-  for _ in 0..MAX_ROUNDS {
-    let result = host
-      .request(transport, method, next, options.clone())
-      .await?;
+  let mut relisted = false;
+  let mut rounds = 0;
+  while rounds < MAX_ROUNDS {
+    let result = match host
+      .request(transport, method, next.clone(), options.clone())
+      .await
+    {
+      Ok(result) => result,
+      // N4: -32020, the headers do not match the tool as the server now has it: its list
+      // is fetched again (which renews the mirrored parameters), once, and the call repeated.
+      Err(error) if method == "tools/call" && !relisted && is_header_mismatch(host, &error) => {
+        relisted = true;
+        super::listing::paginate(host, transport, "tools/list", "tools", options.clone()).await?;
+        continue;
+      }
+      Err(error) => return Err(error),
+    };
+    rounds += 1;
     if !asks_for_input(host, &result)? {
       return Ok(result);
     }
@@ -38,6 +52,15 @@ pub async fn request_fulfilled<H: Transports + Callbacks>(
     }
   }
   Err(host.error(&too_many_rounds_message()))
+}
+
+/// N4: -32020 (HeaderMismatch).
+fn is_header_mismatch<H: Transports>(host: &H, error: &H::Value) -> bool {
+  host
+    .field(error, "code")
+    .ok()
+    .and_then(|c| host.as_number(&c))
+    == Some(-32020.0)
 }
 
 fn asks_for_input<H: Transports>(host: &H, result: &H::Value) -> Result<bool, H::Value> {
