@@ -211,20 +211,33 @@ async fn connect_at<H: Transports + Callbacks>(
     Ok(connection) => return Ok(connection),
     Err(error) => error,
   };
-  // N3: -32022 names the versions the server speaks; a handshake one means the handshake.
+  // N3: -32022 names the versions the server speaks.
+  Ok(follow_unsupported(host, request, transport, error).await?.0)
+}
+
+/// N3: after a -32022: the stateless version the server names (asked once: a server that
+/// rejects what it says it speaks is not asked again), or the handshake at the newest
+/// common handshake version. The connection, and the era it is in.
+async fn follow_unsupported<H: Transports + Callbacks>(
+  host: &H,
+  request: &ConnectRequest<H::Value>,
+  transport: &H::Value,
+  error: H::Value,
+) -> Result<(H::Value, era::Verdict), H::Value> {
   let Some(next) = unsupported_version_fallback(host, &error) else {
     return Err(error);
   };
   if handshake::is_stateless(next) {
-    // Once: a server that rejects what it says it speaks is not asked again.
-    return discover(host, request, transport, next).await;
+    let connection = discover(host, request, transport, next).await?;
+    return Ok((connection, era::Verdict::Stateless(next)));
   }
   host.set_stateless(transport, None);
   let client = ClientOptions {
     protocol_version: Some(next.to_string()),
     ..request.client.clone()
   };
-  initialize_handshake(host, request, transport, &client).await
+  let connection = initialize_handshake(host, request, transport, &client).await?;
+  Ok((connection, era::Verdict::Handshake))
 }
 
 /// N2: `"auto"`: the verdict remembered for this server, else a `server/discover` probe
@@ -294,21 +307,8 @@ async fn detect<H: Transports + Callbacks + Clock>(
   };
   match (failure, error) {
     (era::ProbeFailure::Unsupported, Some(error)) => {
-      let Some(next) = unsupported_version_fallback(host, &error) else {
-        return Err(error);
-      };
-      if handshake::is_stateless(next) {
-        remember(era::Verdict::Stateless(next));
-        let connection = discover(host, request, transport, next).await?;
-        return found(connection, "unsupported-version");
-      }
-      host.set_stateless(transport, None);
-      remember(era::Verdict::Handshake);
-      let client = ClientOptions {
-        protocol_version: Some(next.to_string()),
-        ..request.client.clone()
-      };
-      let connection = initialize_handshake(host, request, transport, &client).await?;
+      let (connection, verdict) = follow_unsupported(host, request, transport, error).await?;
+      remember(verdict);
       found(connection, "unsupported-version")
     }
     (era::ProbeFailure::Exited, _) => {

@@ -118,6 +118,14 @@ pub struct Presented {
   pub proof: Option<String>,
 }
 
+/// What an authorization code is exchanged with.
+struct CodeExchange {
+  code: String,
+  redirect_uri: String,
+  verifier: String,
+  resource: String,
+}
+
 /// An authorization handed to `redirectToAuthorization`, waiting for `finishAuth`.
 struct Pending {
   state: Option<String>,
@@ -545,20 +553,14 @@ impl Authorizer {
       .map_err(|why| failed(format!("codeVerifier() failed: {why}")))?
       .and_then(|v| v.as_str().map(str::to_string))
       .ok_or_else(|| failed("codeVerifier() gave no verifier".to_string()))?;
-    let form = vec![
-      ("grant_type", "authorization_code".to_string()),
-      ("code", code),
-      ("redirect_uri", pending.redirect_uri.clone()),
-      ("code_verifier", verifier),
-      ("resource", pending.resource.clone()),
-    ];
+    let exchange = CodeExchange {
+      code,
+      redirect_uri: pending.redirect_uri.clone(),
+      verifier,
+      resource: pending.resource.clone(),
+    };
     let tokens = self
-      .grant(
-        &metadata.token_endpoint,
-        &metadata.issuer,
-        &pending.client,
-        form,
-      )
+      .exchange_code(metadata, &pending.client, exchange)
       .await?;
     let credential = Credential {
       issuer: metadata.issuer.clone(),
@@ -1001,12 +1003,28 @@ impl Authorizer {
     let issuer_advertised = metadata.authorization_response_iss_parameter_supported == Some(true);
     let code = authorization_code(&callback, Some(&state), &metadata.issuer, issuer_advertised)
       .map_err(|e| failed(e.to_string()))?;
+    let exchange = CodeExchange {
+      code,
+      redirect_uri,
+      verifier,
+      resource: context.resource.clone(),
+    };
+    self.exchange_code(metadata, client, exchange).await
+  }
+
+  /// RFC 6749 §4.1.3 with PKCE and `resource`: the code for tokens (both flows' last step).
+  async fn exchange_code(
+    &self,
+    metadata: &ServerMetadata,
+    client: &Client,
+    exchange: CodeExchange,
+  ) -> Result<Tokens, CoreError> {
     let form = vec![
       ("grant_type", "authorization_code".to_string()),
-      ("code", code),
-      ("redirect_uri", redirect_uri),
-      ("code_verifier", verifier),
-      ("resource", context.resource.clone()),
+      ("code", exchange.code),
+      ("redirect_uri", exchange.redirect_uri),
+      ("code_verifier", exchange.verifier),
+      ("resource", exchange.resource),
     ];
     self
       .grant(&metadata.token_endpoint, &metadata.issuer, client, form)

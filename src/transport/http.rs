@@ -479,12 +479,10 @@ impl Shared {
     let mut headers = self.request_headers(session);
     // N4: a stateless-era POST names its method (and tool, prompt or resource).
     if session.is_stateless() {
-      for (name, value) in crate::protocol::headers::routing_headers(&frame) {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-          headers.insert(name, value);
-        }
-      }
-      for (name, value) in session.param_headers(&frame) {
+      let routing = crate::protocol::headers::routing_headers(&frame)
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value));
+      for (name, value) in routing.chain(session.param_headers(&frame)) {
         if let (Ok(name), Ok(value)) = (
           HeaderName::from_bytes(name.as_bytes()),
           HeaderValue::from_str(&value),
@@ -749,23 +747,16 @@ async fn send_request(
       if !response.status().is_success() {
         // N3: a stateless server answers a refused request with its JSON-RPC error (-32022
         // and the versions it speaks, -32020, …) in a 4xx: that error is the answer.
-        if session.is_stateless() && content_type(&response).starts_with("application/json") {
-          let status = response.status().as_u16();
-          let body = read_body(response, shared.config.max_message_bytes).await?;
-          let text = String::from_utf8_lossy(&body);
-          if crate::protocol::message::is_error_response(&text) {
-            session.handle_frame(&text);
+        let json =
+          session.is_stateless() && content_type(&response).starts_with("application/json");
+        let error = http_error(response, true, shared.config.max_message_bytes).await;
+        if let (true, CoreError::Http { body, .. }) = (json, &error) {
+          if crate::protocol::message::is_error_response(body) {
+            session.handle_frame(body);
             return Ok(None);
           }
-          return Err(CoreError::Http {
-            status,
-            body: text.into_owned(),
-            www_authenticate: None,
-            mcp_auth_server: None,
-            hint_in_message: true,
-          });
         }
-        return Err(http_error(response, true, shared.config.max_message_bytes).await);
+        return Err(error);
       }
       let kind = content_type(&response);
       if kind.starts_with("text/event-stream") {
