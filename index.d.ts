@@ -41,6 +41,9 @@ interface MCPServerConfigBase {
   /** Largest single incoming message in bytes (default 64 MiB). */
   maxMessageBytes?: number;
   auth?: MCPAuthConfig;
+  /** N1: this server's era, over `options.client.protocolVersion`: a handshake version,
+   * `"2026-07-28"` (stateless) or `"auto"`. */
+  protocolVersion?: string;
 }
 
 export interface MCPStdioServerConfig extends MCPServerConfigBase {
@@ -431,6 +434,15 @@ export interface MCPRequestOptions {
   maxTotalTimeout?: number;
 }
 
+/** N7: what a `subscriptions/listen` subscription asks to hear of (2026-07-28 era). */
+export interface MCPSubscriptionFilter {
+  toolsListChanged?: boolean;
+  promptsListChanged?: boolean;
+  resourcesListChanged?: boolean;
+  /** `notifications/resources/updated` for these URIs. */
+  resourceSubscriptions?: string[];
+}
+
 /** `notifications/progress` params, without the token. */
 export interface MCPProgress {
   progress: number;
@@ -514,6 +526,11 @@ export interface MCPTool {
 export interface MCPToolCache {
   get(serverName: string, config: MCPServerConfig): Promise<MCPToolDefinition[] | null>;
   set(serverName: string, config: MCPServerConfig, tools: MCPToolDefinition[]): Promise<void>;
+  /** N2: for servers connected with `protocolVersion: "auto"`, the era verdict kept beside
+   * the tools (`"handshake"` or a stateless protocol version), so a later process connects
+   * without probing. Optional: without them the verdict lasts for the process. */
+  getEra?(serverName: string, config: MCPServerConfig): Promise<string | null>;
+  setEra?(serverName: string, config: MCPServerConfig, era: string): Promise<void>;
 }
 
 /** Builds the agent's own tool objects (M5, W2). */
@@ -674,8 +691,15 @@ export declare class FileToolCache {
   get path(): string
   /** The cached tool list, or `null` when absent, stale, for another config, or unreadable. */
   get(serverName: string, config: MCPServerConfig): Promise<MCPToolDefinition[] | null>
+  /**
+   * N2: the era verdict kept with the server's entry: `"handshake"`, or the stateless
+   * protocol version it speaks; `null` when none is kept for this config.
+   */
+  getEra(serverName: string, config: MCPServerConfig): Promise<string | null>
   /** Stores the tool list of `serverName` for this config. */
   set(serverName: string, config: MCPServerConfig, tools: MCPToolDefinition[]): Promise<void>
+  /** N2: stores the era verdict of `serverName` for this config, beside its tools. */
+  setEra(serverName: string, config: MCPServerConfig, era: string): Promise<void>
 }
 export type JsFileToolCache = FileToolCache
 
@@ -726,9 +750,10 @@ export declare class HttpTransport {
   /**
    * H8: opens the server's GET event stream and delivers what arrives on it until the
    * stream ends or `close()`. Resolves when it stops (at once if the server does not offer
-   * one); never rejects. Start it without awaiting.
+   * one); never rejects. Start it without awaiting. N7: in the stateless era it opens a
+   * `subscriptions/listen` subscription instead, for `filter` (default: every list change).
    */
-  startSSEListener(): Promise<void>
+  startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
 }
 export type JsHttpTransport = HttpTransport
 
@@ -800,7 +825,14 @@ export declare class StdioTransport {
    * command cannot be started.
    */
   connect(): Promise<void>
-  /** S5: stderr text of the server, as it arrives. */
+  /**
+   * S5: stderr text of the server, as it arrives.
+   * N7: in the stateless era, opens a `subscriptions/listen` subscription for `filter`
+   * (default: every list change), whose notifications arrive on `onNotification`; it
+   * resolves when the subscription ends and never rejects. In the handshake era the one
+   * channel already carries everything: it resolves at once.
+   */
+  startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
   get onStderr(): ((chunk: string) => void) | undefined
   set onStderr(callback: ((chunk: string) => void) | undefined)
 }

@@ -41,6 +41,9 @@ interface MCPServerConfigBase {
   /** Largest single incoming message in bytes (default 64 MiB). */
   maxMessageBytes?: number;
   auth?: MCPAuthConfig;
+  /** N1: this server's era, over `options.client.protocolVersion`: a handshake version,
+   * `"2026-07-28"` (stateless) or `"auto"`. */
+  protocolVersion?: string;
 }
 
 export interface MCPStdioServerConfig extends MCPServerConfigBase {
@@ -431,6 +434,15 @@ export interface MCPRequestOptions {
   maxTotalTimeout?: number;
 }
 
+/** N7: what a `subscriptions/listen` subscription asks to hear of (2026-07-28 era). */
+export interface MCPSubscriptionFilter {
+  toolsListChanged?: boolean;
+  promptsListChanged?: boolean;
+  resourcesListChanged?: boolean;
+  /** `notifications/resources/updated` for these URIs. */
+  resourceSubscriptions?: string[];
+}
+
 /** `notifications/progress` params, without the token. */
 export interface MCPProgress {
   progress: number;
@@ -514,6 +526,11 @@ export interface MCPTool {
 export interface MCPToolCache {
   get(serverName: string, config: MCPServerConfig): Promise<MCPToolDefinition[] | null>;
   set(serverName: string, config: MCPServerConfig, tools: MCPToolDefinition[]): Promise<void>;
+  /** N2: for servers connected with `protocolVersion: "auto"`, the era verdict kept beside
+   * the tools (`"handshake"` or a stateless protocol version), so a later process connects
+   * without probing. Optional: without them the verdict lasts for the process. */
+  getEra?(serverName: string, config: MCPServerConfig): Promise<string | null>;
+  setEra?(serverName: string, config: MCPServerConfig, era: string): Promise<void>;
 }
 
 /** Builds the agent's own tool objects (M5, W2). */

@@ -954,7 +954,7 @@ impl Transports for FakeHost {
 
   fn attach_connection(&self, _transport: &V, _connection: &V) {}
 
-  fn start_listener(&self, transport: &V) {
+  fn start_listener(&self, transport: &V, _filter: Option<&V>) {
     if let V::Transport(t) = transport {
       self.record().listeners.push(t.id);
     }

@@ -92,8 +92,9 @@ pub trait Transports: Values {
   ) -> Pending<Self::Value>;
   fn notify(&self, transport: &Self::Value, method: &str) -> Pending<Self::Value>;
   fn close(&self, transport: &Self::Value) -> Pending<Self::Value>;
-  /// H8: starts the transport's GET listener, if it has one, without waiting for it.
-  fn start_listener(&self, transport: &Self::Value);
+  /// H8: starts the transport's GET listener, if it has one, without waiting for it. N7:
+  /// in the stateless era, its subscription for `filter`.
+  fn start_listener(&self, transport: &Self::Value, filter: Option<&Self::Value>);
   /// P6: tells a transport of ours which connection's cached lists its list_changed
   /// notifications make stale; other transports are left alone.
   fn attach_connection(&self, transport: &Self::Value, connection: &Self::Value);

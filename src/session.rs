@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::CoreError;
 use crate::protocol::line_scan::LineScan;
 use crate::protocol::message::{self, Incoming, RpcError};
+use crate::protocol::subscriptions;
 use crate::protocol::tool_headers;
 use crate::protocol::tree;
 
@@ -103,6 +104,9 @@ pub struct Outgoing {
   /// P4: the session times this request itself (its caller chose the timeouts), so the
   /// transport must not apply its own.
   pub session_timed: bool,
+  /// N7: a `subscriptions/listen` request: its stream lasts until the server ends it, and
+  /// is opened again (with a new id) when it breaks.
+  pub subscription: bool,
 }
 
 /// P4: what a caller may ask of one request beyond T2.
@@ -112,6 +116,9 @@ pub struct RequestOptions {
   pub progress: bool,
   /// The caller's timeouts; `None` keeps the transport's.
   pub timing: Option<RequestTiming>,
+  /// N7: a subscription: never timed, and it settles with no value (never an error) when
+  /// it ends, however it ends.
+  pub subscription: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -137,6 +144,8 @@ struct Pending {
   progress: bool,
   /// P4: the timeout a progress notification restarts.
   reset_after: Option<Duration>,
+  /// N7: see `RequestOptions::subscription`.
+  subscription: bool,
 }
 
 impl Pending {
@@ -166,6 +175,8 @@ struct State {
   stateless_meta: Option<serde_json::Map<String, serde_json::Value>>,
   /// N4: the tool parameters mirrored into `Mcp-Param-*` headers, from `tools/list`.
   tool_headers: tool_headers::ToolHeaders,
+  /// N5: the id a request was re-sent under → the ticket it still settles.
+  reissued: HashMap<u64, u64>,
 }
 
 pub struct Session {
@@ -178,6 +189,31 @@ pub struct Session {
   cancel_tokens: bool,
   /// For the timers, which must not keep the session alive.
   me: std::sync::Weak<Session>,
+}
+
+impl State {
+  /// The ticket a response with wire id `id` settles, and its entry (gone from the table).
+  fn take_answered(&mut self, id: u64) -> (u64, Option<Pending>) {
+    let ticket = self.reissued.remove(&id).unwrap_or(id);
+    let pending = self.pending.remove(&ticket);
+    if pending.is_some() {
+      self.reissued.retain(|_, of| *of != ticket);
+    }
+    (ticket, pending)
+  }
+
+  /// N7: a notification delivered on a subscription reaches JS only while that
+  /// subscription is one of ours and open; the acknowledgement is ours alone.
+  fn is_ours(&self, method: &str, params: Option<&RawValue>) -> bool {
+    let Some(subscription) = subscriptions::subscription_id(params) else {
+      return true;
+    };
+    let open = subscription.is_some_and(|id| {
+      let ticket = self.reissued.get(&id).copied().unwrap_or(id);
+      self.pending.get(&ticket).is_some_and(|p| p.subscription)
+    });
+    open && method != subscriptions::ACKNOWLEDGED
+  }
 }
 
 impl Session {
@@ -199,6 +235,7 @@ impl Session {
         serving: Default::default(),
         stateless_meta: None,
         tool_headers: Default::default(),
+        reissued: HashMap::new(),
       }),
       outbox,
       events,
@@ -262,6 +299,7 @@ impl Session {
     state.next_ticket += 1;
     // Without the caller's timing, transports that time their own phases (HTTP) arm none.
     let timeout = match options.timing {
+      _ if options.subscription => None,
       Some(timing) => timing.timeout.or(self.timeout),
       None if self.cancel_tokens => None,
       None => self.timeout,
@@ -281,7 +319,8 @@ impl Session {
         frame,
         ack: Ack::Request(id),
         cancel: cancel.clone(),
-        session_timed: options.timing.is_some(),
+        session_timed: options.timing.is_some() || options.subscription,
+        subscription: options.subscription,
       })
       .is_err()
     {
@@ -302,6 +341,7 @@ impl Session {
         cancel,
         progress: options.progress,
         reset_after: timeout.filter(|_| resets),
+        subscription: options.subscription,
       },
     );
     Ok(id)
@@ -370,6 +410,7 @@ impl Session {
         ack: Ack::Notify(ticket),
         cancel: None,
         session_timed: false,
+        subscription: false,
       })
       .map_err(|_| CoreError::NotConnected)?;
     drop(state);
@@ -404,11 +445,13 @@ impl Session {
     }
   }
 
-  /// T9: tell the server, best effort, that we no longer wait for `id`.
+  /// T9: tell the server, best effort, that we no longer wait for `id`. N5: over HTTP in
+  /// the stateless era, closing the request's stream (its cancel token) says it instead.
   fn cancelled(&self, id: u64, pending: Pending, reason: &str) {
     let is_initialize = pending.is_initialize;
     pending.stop_timer();
-    if !is_initialize && self.is_connected() {
+    let closes_stream = self.cancel_tokens && self.is_stateless();
+    if !is_initialize && !closes_stream && self.is_connected() {
       let params = message::cancelled_params(id, reason);
       self.send_unacked(message::notification_frame(
         "notifications/cancelled",
@@ -424,6 +467,7 @@ impl Session {
       ack: Ack::None,
       cancel: None,
       session_timed: false,
+      subscription: false,
     });
   }
 
@@ -455,11 +499,23 @@ impl Session {
   }
 
   fn settle_tree(&self, id: u64, result: tree::ResultTree) {
-    let pending = self.state().pending.remove(&id);
+    let (ticket, pending) = self.state().take_answered(id);
     if let Some(pending) = pending {
+      let subscription = pending.subscription;
       pending.stop_timer();
-      self.events.emit(Event::SettledTree { ticket: id, result });
+      if subscription {
+        return self.subscription_ended(ticket);
+      }
+      self.events.emit(Event::SettledTree { ticket, result });
     }
+  }
+
+  /// N7: a subscription's promise settles with no value, however it ended.
+  fn subscription_ended(&self, ticket: u64) {
+    self.events.emit(Event::Settled {
+      ticket,
+      outcome: Ok(None),
+    });
   }
 
   fn handle(&self, frame: &str, owner: Option<&bytes::Bytes>) {
@@ -481,7 +537,7 @@ impl Session {
         // T5: unknown ids (and ids that are not ours) are ignored.
         let Some(id) = id else { return };
         let mut state = self.state();
-        let pending = state.pending.remove(&id);
+        let (ticket, pending) = state.take_answered(id);
         if let (Some(pending), Ok(result)) = (&pending, &outcome) {
           if pending.is_initialize {
             state.protocol_version = message::protocol_version(result);
@@ -489,8 +545,11 @@ impl Session {
         }
         drop(state);
         if let Some(pending) = pending {
-          let lists_tools = pending.lists_tools;
+          let (lists_tools, subscription) = (pending.lists_tools, pending.subscription);
           pending.stop_timer();
+          if subscription {
+            return self.subscription_ended(ticket);
+          }
           let outcome = match outcome {
             Ok(result) if lists_tools => Ok(self.screen_tools(result)),
             other => other,
@@ -500,13 +559,13 @@ impl Session {
             message: e.message,
             data: e.data,
           });
-          self.events.emit(Event::Settled {
-            ticket: id,
-            outcome,
-          });
+          self.events.emit(Event::Settled { ticket, outcome });
         }
       }
       Ok(Incoming::Notification { method, params }) => {
+        if !self.state().is_ours(&method, params.as_deref()) {
+          return;
+        }
         if method == "notifications/progress" {
           self.progressed(params.as_deref());
         }
@@ -565,6 +624,10 @@ impl Session {
       Ack::None => return,
       Ack::Notify(ticket) => ticket,
       Ack::Request(id) => match self.state().pending.remove(&id) {
+        Some(pending) if pending.subscription => {
+          pending.stop_timer();
+          return self.subscription_ended(id);
+        }
         Some(pending) => {
           pending.stop_timer();
           id
@@ -587,18 +650,51 @@ impl Session {
         return false;
       }
       state.connected = false;
+      state.reissued.clear();
       state.pending.drain().collect()
     };
     let mut drained = drained;
     drained.sort_unstable_by_key(|(id, _)| *id);
     for (id, pending) in drained {
+      let subscription = pending.subscription;
       pending.stop_timer();
+      if subscription {
+        self.subscription_ended(id);
+        continue;
+      }
       self.events.emit(Event::Settled {
         ticket: id,
         outcome: Err(error.clone()),
       });
     }
     true
+  }
+
+  /// N5/N7: request `ticket`, whose stream broke, goes out again under a new id (the one
+  /// returned); its answer still settles `ticket`. `None` once it is no longer pending.
+  pub fn reissue(&self, ticket: u64) -> Option<u64> {
+    let mut state = self.state();
+    if !state.connected || !state.pending.contains_key(&ticket) {
+      return None;
+    }
+    let id = state.next_ticket;
+    state.next_ticket += 1;
+    state.reissued.retain(|_, of| *of != ticket);
+    state.reissued.insert(id, ticket);
+    Some(id)
+  }
+
+  /// N7: opens a subscription: `subscriptions/listen` with `params` (the filter). Its
+  /// ticket settles with no value when it ends.
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn listen(self: &Arc<Self>, params: &str) -> Result<u64, CoreError> {
+    let options = RequestOptions {
+      subscription: true,
+      ..RequestOptions::default()
+    };
+    self.request_with(subscriptions::LISTEN, Some(params), options)
   }
 
   /// A ticket for a JS promise the session does not track itself (the SSE listener).
@@ -758,6 +854,114 @@ pub mod tests {
     assert_eq!(s.pending_count(), 1);
   }
 
+  fn settled(events: &[Event]) -> Vec<(u64, String)> {
+    events
+      .iter()
+      .filter_map(|e| match e {
+        Event::Settled { ticket, outcome } => Some((
+          *ticket,
+          match outcome {
+            Ok(value) => value
+              .as_ref()
+              .map_or("none".into(), |v| v.get().to_string()),
+            Err(error) => error.to_string(),
+          },
+        )),
+        _ => None,
+      })
+      .collect()
+  }
+
+  fn notified(events: &[Event]) -> Vec<String> {
+    events
+      .iter()
+      .filter_map(|e| match e {
+        Event::Notification { method, .. } => Some(method.clone()),
+        _ => None,
+      })
+      .collect()
+  }
+
+  #[tokio::test(start_paused = true)]
+  async fn n7_a_subscription_is_untimed_its_own_notifications_only_and_ends_without_error() {
+    let (s, rec, mut rx) = session(Some(Duration::from_millis(50)));
+    let listen = s.listen(r#"{"notifications":{}}"#).unwrap();
+    let out = rx.try_recv().unwrap();
+    assert!(out.subscription && out.session_timed);
+    assert!(out.frame.contains(r#""method":"subscriptions/listen""#));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(s.is_pending(listen));
+    let on = |id: &str, method: &str| {
+      format!(
+        r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/subscriptionId":{id}}}}}}}"#
+      )
+    };
+    s.handle_frame(&on(
+      &listen.to_string(),
+      "notifications/subscriptions/acknowledged",
+    ));
+    s.handle_frame(&on(&listen.to_string(), "notifications/tools/list_changed"));
+    s.handle_frame(&on("999", "notifications/prompts/list_changed"));
+    s.handle_frame(&on(r#""theirs""#, "notifications/prompts/list_changed"));
+    s.handle_frame(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#);
+    s.handle_frame(&format!(
+      r#"{{"jsonrpc":"2.0","id":{listen},"error":{{"code":-32603,"message":"x"}}}}"#
+    ));
+    // Ended: what still arrives for it is dropped.
+    s.handle_frame(&on(&listen.to_string(), "notifications/tools/list_changed"));
+    let events = rec.take();
+    assert_eq!(
+      notified(&events),
+      ["notifications/tools/list_changed", "notifications/message"]
+    );
+    assert_eq!(settled(&events), [(listen, "none".to_string())]);
+    // Closing ends another one without an error, where requests reject.
+    let again = s.listen("{}").unwrap();
+    let call = s.request("tools/call", None).unwrap();
+    s.disconnect(CoreError::TransportClosed { stderr: None });
+    assert_eq!(
+      settled(&rec.take()),
+      [
+        (again, "none".to_string()),
+        (call, "Transport closed".to_string())
+      ]
+    );
+  }
+
+  #[tokio::test]
+  async fn n5_a_reissued_request_settles_its_ticket_from_the_new_id() {
+    let (s, rec, _rx) = session(None);
+    let ticket = s
+      .request("tools/call", Some(r#"{"_meta":{"progressToken":1}}"#))
+      .unwrap();
+    let first = s.reissue(ticket).unwrap();
+    let second = s.reissue(ticket).unwrap();
+    assert!(first != ticket && second != first);
+    // Only the id it went out under last is answered for it.
+    s.handle_frame(&format!(
+      r#"{{"jsonrpc":"2.0","id":{first},"result":{{"old":1}}}}"#
+    ));
+    assert!(rec.take().is_empty());
+    s.handle_frame(&format!(
+      r#"{{"jsonrpc":"2.0","id":{second},"result":{{"ok":1}}}}"#
+    ));
+    assert_eq!(settled(&rec.take()), [(ticket, r#"{"ok":1}"#.to_string())]);
+    assert_eq!(s.reissue(ticket), None);
+  }
+
+  #[tokio::test]
+  async fn n5_over_http_in_the_stateless_era_a_cancel_closes_the_stream_only() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let recorder = Arc::new(Recorder::default());
+    let s = Session::new(Arc::new(tx), recorder, None, Handle::current(), true);
+    s.set_stateless(Some(("2026-07-28".into(), serde_json::Map::new())));
+    let id = s.request("tools/call", None).unwrap();
+    let out = rx.try_recv().unwrap();
+    s.abort(id, "Aborted");
+    assert!(out.cancel.unwrap().is_cancelled());
+    assert!(rx.try_recv().is_err());
+  }
+
   #[tokio::test]
   async fn notifications_keep_their_place_before_the_response() {
     let (s, rec, _rx) = session(None);
@@ -809,7 +1013,7 @@ pub mod tests {
     let (s, rec, mut rx) = session(None);
     let options = RequestOptions {
       progress: true,
-      timing: None,
+      ..Default::default()
     };
     let id = s
       .request_with(
@@ -858,6 +1062,7 @@ pub mod tests {
         RequestOptions {
           progress: true,
           timing: Some(timing),
+          ..Default::default()
         },
       )
       .unwrap();
@@ -876,11 +1081,11 @@ pub mod tests {
   async fn p4_a_per_request_timeout_replaces_the_configured_one_and_zero_means_none() {
     let (s, rec, _rx) = session(Some(Duration::from_millis(50)));
     let with = |timeout: u64| RequestOptions {
-      progress: false,
       timing: Some(RequestTiming {
         timeout: Some(Duration::from_millis(timeout)),
         ..Default::default()
       }),
+      ..Default::default()
     };
     s.request_with("a", None, with(200)).unwrap();
     let untimed = s.request_with("b", None, with(0)).unwrap();

@@ -115,6 +115,7 @@ pub fn request_options(
     RequestOptions {
       progress: on_progress.is_some(),
       timing,
+      subscription: false,
     },
   ))
 }

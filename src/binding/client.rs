@@ -93,7 +93,15 @@ pub(crate) fn connect_request(
   let host = JsHost::new(js);
   let config = with_oauth_option(js, config, options)?;
   let options_held = options.map(|o| host.hold(o));
-  let client = ClientOptions::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
+  let mut client = ClientOptions::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
+  // N1: a server's own `protocolVersion` is more specific than the caller's `client`.
+  if let Some(version) = js
+    .get(config, "protocolVersion")
+    .ok()
+    .and_then(|v| js.rust_string(v))
+  {
+    client.protocol_version = Some(version);
+  }
   let features = ClientFeatures::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
   let signal = args::signal(js, options).map_err(|m| type_error(&m))?;
   let timeout =

@@ -261,9 +261,11 @@ impl<T: OnJs> Transports for T {
     self.on().call_method(transport, "close", &[])
   }
 
-  fn start_listener(&self, transport: &Held) {
+  fn start_listener(&self, transport: &Held, filter: Option<&Held>) {
     // It settles when the listener stops and never rejects (H8).
-    call_if_present(self.on().js, transport, "startSSEListener", &[]);
+    let js = self.on().js;
+    let args: Vec<Value> = filter.iter().map(|f| f.get(js)).collect();
+    call_if_present(js, transport, "startSSEListener", &args);
   }
 
   fn attach_connection(&self, transport: &Held, connection: &Held) {

@@ -8,7 +8,8 @@ use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, create_connected, runtime_handle, thrown, transport_class, StartableClass,
+  attach, create_connected, finish, open_subscription, runtime_handle, thrown, transport_class,
+  StartableClass,
 };
 use crate::transport::http::{HttpConfig, HttpTransport};
 
@@ -175,10 +176,18 @@ impl JsHttpTransport {
 
   /// H8: opens the server's GET event stream and delivers what arrives on it until the
   /// stream ends or `close()`. Resolves when it stops (at once if the server does not offer
-  /// one); never rejects. Start it without awaiting.
-  #[napi(js_name = "startSSEListener", ts_return_type = "Promise<void>")]
-  pub fn start_sse_listener(&self, env: Env) -> napi::Result<JsRaw> {
+  /// one); never rejects. Start it without awaiting. N7: in the stateless era it opens a
+  /// `subscriptions/listen` subscription instead, for `filter` (default: every list change).
+  #[napi(
+    js_name = "startSSEListener",
+    ts_args_type = "filter?: MCPSubscriptionFilter",
+    ts_return_type = "Promise<void>"
+  )]
+  pub fn start_sse_listener(&self, env: Env, filter: Option<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
+    if let Some(opened) = open_subscription(js, &self.side, filter.map(|f| f.0)) {
+      return finish(js, opened);
+    }
     let result = (|| {
       let session = self.transport.as_ref().map(|t| t.session().clone());
       let Some(session) = session.filter(|s| s.is_connected()) else {

@@ -57,6 +57,31 @@ pub fn close(js: Js, side: &Shared, transport: Option<&dyn Transport>) -> Result
   Ok(promise)
 }
 
+/// N7: in the stateless era, `startSSEListener(filter?)` opens a `subscriptions/listen`
+/// subscription (`filter`, or every list change); its promise resolves when the
+/// subscription ends and never rejects. `None` outside that era.
+pub fn open_subscription(
+  js: Js,
+  side: &Shared,
+  filter: Option<Value>,
+) -> Option<Result<Value, Thrown>> {
+  let session = side.borrow().session.clone()?;
+  if !session.is_stateless() {
+    return None;
+  }
+  let filter = filter.and_then(|f| super::manager::tool_cache::json_of(js, f));
+  let params = crate::protocol::subscriptions::listen_params(filter.as_ref());
+  let ticket = match session.listen(&params) {
+    Ok(ticket) => ticket,
+    Err(_) => return Some(js.resolved(js.undefined())),
+  };
+  Some(js.create_promise().map(|(deferred, promise)| {
+    // A subscription alone does not keep the host alive (§0).
+    side.borrow_mut().add_background(ticket, deferred);
+    promise
+  }))
+}
+
 /// What `create*Transport` needs of a transport class: build from a config (TypeError
 /// message on a bad one) and connect.
 pub trait StartableClass: napi::bindgen_prelude::JavaScriptClassExt + Sized {

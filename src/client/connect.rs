@@ -17,6 +17,7 @@ use std::rc::Rc;
 use super::era;
 use crate::error::CoreError;
 use crate::host::{json_of, Callbacks, Clock, HostFn, Signals, Transports};
+use crate::protocol::subscriptions;
 
 /// One `connectToServer` call.
 pub struct ConnectRequest<V> {
@@ -395,7 +396,7 @@ async fn initialize_handshake<H: Transports + Callbacks>(
   host.notify(transport, "notifications/initialized").await?;
   // Servers send what is not tied to one of our requests (their own requests included) on
   // the GET stream, so the listener runs for the connection's lifetime.
-  host.start_listener(transport);
+  host.start_listener(transport, None);
   Ok(connection)
 }
 
@@ -430,14 +431,24 @@ async fn discover<H: Transports + Callbacks>(
   } else {
     from_meta
   };
-  connection_object(
+  let connection = connection_object(
     host,
     request,
     transport,
     &result,
     server_info,
     host.string(version),
-  )
+  )?;
+  // N7: what the GET stream gave in the handshake era comes from a subscription now: to
+  // every list change the server says it may announce.
+  let capabilities = json_of(host, &field_of(host, &result, "capabilities")?)?;
+  if let Some(filter) = capabilities
+    .as_ref()
+    .and_then(subscriptions::advertised_changes)
+  {
+    host.start_listener(transport, Some(&host.json(&filter.to_string())?));
+  }
+  Ok(connection)
 }
 
 /// `value[name]`, `undefined` for a value that is not an object.

@@ -17,6 +17,29 @@ pub enum Verdict {
   Handshake,
 }
 
+impl Verdict {
+  /// How a tool cache stores it: `"handshake"`, or the stateless version.
+  pub fn stored(self) -> &'static str {
+    match self {
+      Verdict::Stateless(version) => version,
+      Verdict::Handshake => HANDSHAKE,
+    }
+  }
+
+  /// A stored verdict; one naming a version we no longer speak reads as none.
+  pub fn from_stored(text: &str) -> Option<Verdict> {
+    if text == HANDSHAKE {
+      return Some(Verdict::Handshake);
+    }
+    crate::client::handshake::STATELESS_PROTOCOL_VERSIONS
+      .iter()
+      .find(|v| **v == text)
+      .map(|v| Verdict::Stateless(v))
+  }
+}
+
+const HANDSHAKE: &str = "handshake";
+
 /// What a failed `server/discover` probe says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeFailure {
@@ -120,6 +143,10 @@ mod tests {
       stdio(json!({ "B": "2", "A": "1" }))
     );
     assert_ne!(stdio(json!({ "A": "1" })), stdio(json!({ "A": "2" })));
+    for verdict in [Verdict::Handshake, Verdict::Stateless("2026-07-28")] {
+      assert_eq!(Verdict::from_stored(verdict.stored()), Some(verdict));
+    }
+    assert_eq!(Verdict::from_stored("2099-01-01"), None);
     remember("k", Verdict::Handshake);
     assert_eq!(cached("k"), Some(Verdict::Handshake));
     forget("k");

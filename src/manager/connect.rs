@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::host::{ManagerHost, Watch};
 use super::state::Phase;
 use super::Manager;
-use crate::client::list_tools;
+use crate::client::{era, list_tools};
 
 /// How one connect attempt ended, for the startup gate.
 pub(super) enum Outcome {
@@ -28,18 +28,70 @@ impl<H: ManagerHost> Manager<H> {
   ) -> Result<H::Value, H::Value> {
     let resolved = self.host.prepare_config(config).await?;
     let resolved = self.with_oauth(name, resolved).await?;
-    if let Some(connecting) = self.host.custom_connect(name, &resolved) {
-      return connecting.await;
+    let era = self.stored_era(name, config, &resolved).await;
+    let connected = if let Some(connecting) = self.host.custom_connect(name, &resolved) {
+      connecting.await
+    } else {
+      let (controller, connecting) = self.host.connect(name, &resolved);
+      if let Some(controller) = controller {
+        self.with(|s| {
+          if let Some(server) = s.current(name, generation) {
+            server.abort = Some(controller);
+          }
+        });
+      }
+      connecting.await
+    };
+    if let (Ok(_), Some((key, stored))) = (&connected, era) {
+      self.keep_era(name, config, &key, stored);
     }
-    let (controller, connecting) = self.host.connect(name, &resolved);
-    if let Some(controller) = controller {
-      self.with(|s| {
-        if let Some(server) = s.current(name, generation) {
-          server.abort = Some(controller);
-        }
-      });
+    connected
+  }
+
+  /// N2: for a server connected with `"auto"`, the era verdict kept beside its tools seeds
+  /// the process's own (which wins when it has one), so a new process need not probe.
+  /// The verdict key, and what the cache had.
+  async fn stored_era(
+    &self,
+    name: &str,
+    config: &H::Value,
+    resolved: &H::Value,
+  ) -> Option<(String, Option<era::Verdict>)> {
+    let host = &self.host;
+    let version = |holder: Option<H::Value>| {
+      let holder = holder.filter(|h| host.is_object(h))?;
+      host.as_string(&host.field(&holder, "protocolVersion").ok()?)
+    };
+    let client = host
+      .options()
+      .and_then(|options| host.field(&options, "client").ok());
+    let chosen = version(Some(resolved.clone())).or_else(|| version(client));
+    if chosen.as_deref() != Some(era::AUTO) {
+      return None;
     }
-    connecting.await
+    let key = era::verdict_key(&crate::host::json_of(host, resolved).ok()??)?;
+    let stored = match host.era_get(name, config) {
+      Some(reading) => reading
+        .await
+        .ok()
+        .and_then(|value| host.as_string(&value))
+        .and_then(|text| era::Verdict::from_stored(&text)),
+      None => None,
+    };
+    if let (None, Some(verdict)) = (era::cached(&key), stored) {
+      era::remember(&key, verdict);
+    }
+    Some((key, stored))
+  }
+
+  /// N2: the verdict the connect came to, kept for the next process when it changed.
+  fn keep_era(&self, name: &str, config: &H::Value, key: &str, stored: Option<era::Verdict>) {
+    let Some(verdict) = era::cached(key).filter(|now| Some(*now) != stored) else {
+      return;
+    };
+    if let Some(written) = self.host.era_set(name, config, verdict.stored()) {
+      self.warn_on_failure(written, name, "Failed to cache the era of MCP server");
+    }
   }
 
   /// O1: `options.oauth(serverName, config)` for an HTTP server whose config has no `oauth`

@@ -141,6 +141,20 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
     definitions: &Self::Value,
   ) -> Option<Pending<Self::Value>>;
 
+  /// N2: `toolCache.getEra(name, config)`; `None` without a cache that keeps era verdicts.
+  fn era_get(&self, _name: &str, _config: &Self::Value) -> Option<Pending<Self::Value>> {
+    None
+  }
+  /// N2: `toolCache.setEra(name, config, era)`; `None` without a cache that keeps them.
+  fn era_set(
+    &self,
+    _name: &str,
+    _config: &Self::Value,
+    _era: &str,
+  ) -> Option<Pending<Self::Value>> {
+    None
+  }
+
   /// Chains the manager's hooks in front of the transport's own `onClose` and
   /// `onNotification`.
   fn watch(&self, connection: &Self::Value, watch: Watch) -> Result<(), Self::Value>;

@@ -38,6 +38,30 @@ impl FileToolCache {
   /// The tools saved for `server` under this exact config, unless expired. A missing,
   /// unreadable or corrupt file is just a miss.
   pub fn get(&self, server: &str, config: &Value) -> Option<Value> {
+    self.field(server, config, "tools").filter(Value::is_array)
+  }
+
+  /// N2: the era verdict saved for `server` under this exact config (`"handshake"` or a
+  /// stateless protocol version), unless expired.
+  pub fn get_era(&self, server: &str, config: &Value) -> Option<String> {
+    match self.field(server, config, "era")? {
+      Value::String(era) => Some(era),
+      _ => None,
+    }
+  }
+
+  /// Saves `tools` for `server`, keeping other servers' fresh entries, even those another
+  /// process writes at the same time, and this server's era verdict for the same config.
+  pub fn set(&self, server: &str, config: &Value, tools: &Value) -> io::Result<()> {
+    self.update(server, config, "tools", tools.clone())
+  }
+
+  /// N2: saves the era verdict of `server`, keeping its tools for the same config.
+  pub fn set_era(&self, server: &str, config: &Value, era: &str) -> io::Result<()> {
+    self.update(server, config, "era", Value::from(era))
+  }
+
+  fn field(&self, server: &str, config: &Value, name: &str) -> Option<Value> {
     let Value::Object(mut entry) = self.read_entries().remove(server)? else {
       return None;
     };
@@ -46,24 +70,34 @@ impl FileToolCache {
     if !hash_matches || !self.is_fresh(&entry, now_ms()) {
       return None;
     }
-    entry.remove("tools").filter(Value::is_array)
+    entry.remove(name)
   }
 
-  /// Saves `tools` for `server`, keeping other servers' fresh entries, even those another
-  /// process writes at the same time.
-  pub fn set(&self, server: &str, config: &Value, tools: &Value) -> io::Result<()> {
+  fn update(&self, server: &str, config: &Value, name: &str, value: Value) -> io::Result<()> {
     let _lock = persist::lock(&self.path)?;
     let now = now_ms();
+    let hash = config_hash(config);
     let mut entries = self.read_entries();
     entries.retain(|_, entry| {
       entry
         .as_object()
         .is_some_and(|entry| self.is_fresh(entry, now))
     });
-    entries.insert(
-      server.to_owned(),
-      json!({ "configHash": config_hash(config), "savedAt": now, "tools": tools }),
-    );
+    let mut entry = match entries.remove(server) {
+      Some(Value::Object(entry))
+        if entry.get("configHash").and_then(Value::as_str) == Some(hash.as_str()) =>
+      {
+        entry
+      }
+      _ => Map::new(),
+    };
+    entry.insert("configHash".into(), Value::from(hash));
+    // The age is the tool list's: an era verdict added to an entry does not freshen it.
+    if name == "tools" || !entry.contains_key("savedAt") {
+      entry.insert("savedAt".into(), Value::from(now));
+    }
+    entry.insert(name.into(), value);
+    entries.insert(server.to_owned(), Value::Object(entry));
     let payload = serde_json::to_vec(&json!({ "version": VERSION, "entries": entries }))?;
     persist::replace(&self.path, &payload, false)
   }
@@ -200,6 +234,27 @@ mod tests {
       .collect();
     names.sort();
     assert_eq!(names, ["tools.json", "tools.json.lock"]);
+  }
+
+  #[test]
+  fn n2_era_verdict_beside_the_tools() {
+    let dir = TempDir::new("tool-cache");
+    let cache = cache_in(&dir);
+    let config = json!({"type": "http", "url": "http://127.0.0.1/mcp"});
+    assert_eq!(cache.get_era("s", &config), None);
+    cache.set_era("s", &config, "2026-07-28").unwrap();
+    assert_eq!(cache.get_era("s", &config), Some("2026-07-28".into()));
+    assert_eq!(cache.get("s", &config), None);
+    cache.set("s", &config, &json!([1])).unwrap();
+    assert_eq!(cache.get_era("s", &config), Some("2026-07-28".into()));
+    cache.set_era("s", &config, "handshake").unwrap();
+    assert_eq!(cache.get("s", &config), Some(json!([1])));
+    assert_eq!(cache.get_era("s", &config), Some("handshake".into()));
+    // Another config is another server: its verdict starts over.
+    let moved = json!({"type": "http", "url": "http://127.0.0.1/v2"});
+    cache.set("s", &moved, &json!([2])).unwrap();
+    assert_eq!(cache.get_era("s", &moved), None);
+    assert_eq!(cache.get_era("s", &config), None);
   }
 
   #[test]

@@ -234,6 +234,19 @@ pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
   format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method},"params":{params}}}"#)
 }
 
+/// N5: one of our request frames under a new id, its method and params byte-exact; `None`
+/// when `frame` is not one (then it is not re-sent).
+pub fn with_request_id(frame: &str, id: u64) -> Option<String> {
+  let envelope: Envelope = serde_json::from_str(frame).ok()?;
+  envelope.id?;
+  let method = envelope.method?;
+  Some(request_frame(
+    id,
+    &method,
+    envelope.params.map(RawValue::get),
+  ))
+}
+
 /// P4: `params` (an object, or none) with `_meta.progressToken` set to `token`, the rest of
 /// `_meta` and of the params kept. `None` when `params` is not an object.
 pub fn with_progress_token(params: Option<&str>, token: u64) -> Option<String> {
@@ -379,6 +392,19 @@ fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn n5_a_request_under_a_new_id_keeps_its_params_byte_exact() {
+    let frame = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"b": 1,"a" :[2]}}"#;
+    assert_eq!(
+      with_request_id(frame, 9).as_deref(),
+      Some(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"b": 1,"a" :[2]}}"#)
+    );
+    assert_eq!(
+      with_request_id(r#"{"jsonrpc":"2.0","method":"n"}"#, 9),
+      None
+    );
+  }
 
   #[test]
   fn p4_the_progress_token_goes_into_meta_and_keeps_the_rest() {

@@ -7,5 +7,6 @@ pub mod message;
 pub mod parse_sse;
 pub mod resumption;
 pub mod sse;
+pub mod subscriptions;
 pub mod tool_headers;
 pub mod tree;

@@ -556,11 +556,11 @@ async fn dispatch(
     shared.runtime.clone().spawn(async move {
       match out.ack {
         Ack::Request(id) => {
-          let cancel = out.cancel.unwrap_or_default();
+          let cancel = out.cancel.clone().unwrap_or_default();
           tokio::select! {
             // Aborted, timed out, answered or closed: the exchange is dropped here.
             _ = cancel.cancelled() => {}
-            _ = send_request(&shared, &session, id, out.frame, &cancel, out.session_timed) => {}
+            _ = send_request(&shared, &session, id, out, &cancel) => {}
           }
         }
         Ack::Notify(ticket) => {
@@ -726,14 +726,67 @@ async fn send_notification(
     .map_err(CoreError::NotifyTimeout)?
 }
 
+/// One request: its exchanges with the server. N5: in the stateless era a response stream
+/// that breaks before the answer loses the request, which goes out once more under a new
+/// id; a subscription (N7) is opened again each time, with the listener's backoff.
 async fn send_request(
+  shared: &Shared,
+  session: &Arc<Session>,
+  id: u64,
+  out: Outgoing,
+  cancel: &CancellationToken,
+) {
+  let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
+  let mut frame = out.frame;
+  let mut backoff = Resumption::new(shared.config.max_resumptions);
+  let mut resent = false;
+  loop {
+    let sent = frame.clone();
+    let Some(broken) = exchange(
+      shared,
+      session,
+      id,
+      sent,
+      cancel,
+      out.session_timed,
+      &mut backoff,
+    )
+    .await
+    else {
+      return;
+    };
+    let again = if out.subscription {
+      backoff.next_attempt(true)
+    } else {
+      (!resent).then_some(Attempt {
+        from: None,
+        wait: Duration::ZERO,
+      })
+    };
+    let reissued = again.and_then(|attempt| Some((attempt, session.reissue(id)?)));
+    let Some((attempt, wire_id)) = reissued else {
+      return fail(broken.unwrap_or(CoreError::NoResponse(id)));
+    };
+    let Some(next) = crate::protocol::message::with_request_id(&frame, wire_id) else {
+      return fail(broken.unwrap_or(CoreError::NoResponse(id)));
+    };
+    tokio::time::sleep(attempt.wait).await;
+    frame = next;
+    resent = true;
+  }
+}
+
+/// One POST of request `id` and its answer. `None` once the request is settled; the
+/// stream's failure (if any) when a stateless-era stream ended before the answer.
+async fn exchange(
   shared: &Shared,
   session: &Arc<Session>,
   id: u64,
   frame: String,
   cancel: &CancellationToken,
   session_timed: bool,
-) {
+  backoff: &mut Resumption,
+) -> Option<Option<CoreError>> {
   // P4: a request with the caller's own timeouts is timed by the session instead.
   let timeout = shared.config.timeout.filter(|_| !session_timed);
   let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
@@ -780,16 +833,41 @@ async fn send_request(
   )
   .await;
   let stream = match phase {
-    Err(limit) => return session.time_out(id, CoreError::RequestTimeout(limit)),
-    Ok(Err(error)) => return fail(error),
+    Err(limit) => {
+      session.time_out(id, CoreError::RequestTimeout(limit));
+      return None;
+    }
+    Ok(Err(error)) => {
+      fail(error);
+      return None;
+    }
     Ok(Ok(None)) => {
       if session.is_pending(id) {
         fail(CoreError::NoResponse(id));
       }
-      return;
+      return None;
     }
     Ok(Ok(Some(stream))) => stream,
   };
+  if session.is_stateless() {
+    // N5: no resumption in this era: a stream that ends early is the request lost.
+    let mut events = EventReader::new(stream, shared.config.max_message_bytes);
+    let ended = with_timeout(
+      timeout,
+      deliver_events(session, &mut events, Some(id), backoff),
+    );
+    return match ended.await {
+      Err(limit) => {
+        session.time_out(id, CoreError::SseTimeout(limit));
+        None
+      }
+      Ok(Err(error @ CoreError::InvalidJson(_))) => {
+        fail(error);
+        None
+      }
+      Ok(ended) => session.is_pending(id).then(|| ended.err()),
+    };
+  }
   // Phase 2 (T7 "SSE response timeout"): events until the answer, on this stream or, after
   // it ends or breaks, on the streams that resume it (P2).
   let answered = with_timeout(timeout, follow_answer(shared, session, stream, id)).await;
@@ -802,6 +880,7 @@ async fn send_request(
       }
     }
   }
+  None
 }
 
 /// POSTs a frame; for `type: "sse"` the first 4xx answer triggers the legacy probe (H11).

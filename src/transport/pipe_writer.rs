@@ -118,6 +118,7 @@ impl FrameSink for PipeWriter {
           ack: out.ack,
           cancel: out.cancel,
           session_timed: out.session_timed,
+          subscription: out.subscription,
         })
       }
     }

@@ -107,6 +107,12 @@ impl JsManagerHost {
   }
 }
 
+/// An optional method of the caller's object (the agent's own tool cache has no `getEra`).
+fn has_method(js: Js, object: &Held, name: &str) -> bool {
+  js.get(object.get(js), name)
+    .is_ok_and(|method| js.is_function(method))
+}
+
 /// A `waitForConnection` promise whose rejection counts as handled, so nobody waiting is not
 /// an unhandled rejection.
 pub(crate) struct JsWaiter {
@@ -229,6 +235,20 @@ impl ManagerHost for JsManagerHost {
     let cache = self.cache()?;
     let args = [js.string(name), config.get(js), definitions.get(js)];
     Some(self.0.base.call_method(&cache, "set", &args))
+  }
+
+  fn era_get(&self, name: &str, config: &Held) -> Option<Pending<Held>> {
+    let js = self.js();
+    let cache = self.cache().filter(|c| has_method(js, c, "getEra"))?;
+    let args = [js.string(name), config.get(js)];
+    Some(self.0.base.call_method(&cache, "getEra", &args))
+  }
+
+  fn era_set(&self, name: &str, config: &Held, era: &str) -> Option<Pending<Held>> {
+    let js = self.js();
+    let cache = self.cache().filter(|c| has_method(js, c, "setEra"))?;
+    let args = [js.string(name), config.get(js), js.string(era)];
+    Some(self.0.base.call_method(&cache, "setEra", &args))
   }
 
   fn watch(&self, connection: &Held, watch: Watch) -> Result<(), Held> {

@@ -80,33 +80,24 @@ impl JsFileToolCache {
     ts_return_type = "Promise<MCPToolDefinition[] | null>"
   )]
   pub fn get(&self, env: Env, server: JsArg, config: JsArg) -> napi::Result<JsRaw> {
-    let js = Js::new(env.raw());
-    let result = (|| {
-      let (server, config) = match entry_key(js, server, config) {
-        Ok(key) => key,
-        Err(error) => return js.rejected(error),
-      };
-      let cache = self.cache.clone();
-      let lookup = on_runtime(js, async move {
-        tokio::task::spawn_blocking(move || {
-          cache.get(&server, &config).map(|tools| tools.to_string())
-        })
-        .await
-        .ok()
-        .flatten()
-      });
-      promise(js, async move {
-        let Some(tools) = lookup.await else {
-          return Err(runtime_failure(js));
-        };
-        let value = match tools {
-          Some(text) => js.json_parse(&text).unwrap_or_else(|_| js.null()),
-          None => js.null(),
-        };
-        Ok(Held::new(js, value))
-      })
-    })();
-    finish(js, result)
+    self.read(env, server, config, |cache, server, config| {
+      cache.get(server, config).map(|tools| tools.to_string())
+    })
+  }
+
+  /// N2: the era verdict kept with the server's entry: `"handshake"`, or the stateless
+  /// protocol version it speaks; `null` when none is kept for this config.
+  #[napi(
+    js_name = "getEra",
+    ts_args_type = "serverName: string, config: MCPServerConfig",
+    ts_return_type = "Promise<string | null>"
+  )]
+  pub fn get_era(&self, env: Env, server: JsArg, config: JsArg) -> napi::Result<JsRaw> {
+    self.read(env, server, config, |cache, server, config| {
+      cache
+        .get_era(server, config)
+        .map(|era| serde_json::Value::from(era).to_string())
+    })
   }
 
   /// Stores the tool list of `serverName` for this config.
@@ -116,20 +107,87 @@ impl JsFileToolCache {
   )]
   pub fn set(&self, env: Env, server: JsArg, config: JsArg, tools: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
+    let Some(tools) = json_of(js, tools.0).filter(|t| t.is_array()) else {
+      let error = js_error::type_error(js, "The \"tools\" argument must be an array");
+      return finish(js, js.rejected(error));
+    };
+    self.write(env, server, config, move |cache, server, config| {
+      cache.set(server, config, &tools)
+    })
+  }
+
+  /// N2: stores the era verdict of `serverName` for this config, beside its tools.
+  #[napi(
+    js_name = "setEra",
+    ts_args_type = "serverName: string, config: MCPServerConfig, era: string",
+    ts_return_type = "Promise<void>"
+  )]
+  pub fn set_era(&self, env: Env, server: JsArg, config: JsArg, era: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let Some(era) = js.rust_string(era.0) else {
+      let error = js_error::type_error(js, "The \"era\" argument must be a string");
+      return finish(js, js.rejected(error));
+    };
+    self.write(env, server, config, move |cache, server, config| {
+      cache.set_era(server, config, &era)
+    })
+  }
+}
+
+impl JsFileToolCache {
+  /// A lookup on the blocking pool; its JSON text (or `null`) is what the promise gives.
+  fn read(
+    &self,
+    env: Env,
+    server: JsArg,
+    config: JsArg,
+    lookup: impl FnOnce(&FileToolCache, &str, &serde_json::Value) -> Option<String> + Send + 'static,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
     let result = (|| {
       let (server, config) = match entry_key(js, server, config) {
         Ok(key) => key,
         Err(error) => return js.rejected(error),
       };
-      let Some(tools) = json_of(js, tools.0).filter(|t| t.is_array()) else {
-        return js.rejected(js_error::type_error(
-          js,
-          "The \"tools\" argument must be an array",
-        ));
+      let cache = self.cache.clone();
+      let found = on_runtime(js, async move {
+        tokio::task::spawn_blocking(move || lookup(&cache, &server, &config))
+          .await
+          .ok()
+      });
+      promise(js, async move {
+        let Some(found) = found.await.flatten() else {
+          return Err(runtime_failure(js));
+        };
+        let value = match found {
+          Some(text) => js.json_parse(&text).unwrap_or_else(|_| js.null()),
+          None => js.null(),
+        };
+        Ok(Held::new(js, value))
+      })
+    })();
+    finish(js, result)
+  }
+
+  /// A write on the blocking pool, under the cache's lock.
+  fn write(
+    &self,
+    env: Env,
+    server: JsArg,
+    config: JsArg,
+    change: impl FnOnce(&FileToolCache, &str, &serde_json::Value) -> std::io::Result<()>
+      + Send
+      + 'static,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let result = (|| {
+      let (server, config) = match entry_key(js, server, config) {
+        Ok(key) => key,
+        Err(error) => return js.rejected(error),
       };
       let cache = self.cache.clone();
       let write = on_runtime(js, async move {
-        match tokio::task::spawn_blocking(move || cache.set(&server, &config, &tools)).await {
+        match tokio::task::spawn_blocking(move || change(&cache, &server, &config)).await {
           Ok(result) => result.map_err(|e| e.to_string()),
           Err(e) => Err(e.to_string()),
         }
