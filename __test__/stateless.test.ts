@@ -1,8 +1,47 @@
 // SPEC-PROTOCOL N1, N3, N4 (the 2026-07-28 stateless era, explicit selection): against a
 // stateless server of ours on 127.0.0.1 that checks the envelope and the headers.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { history, native, server } from "./helpers";
+import { startExampleHttp } from "./fixtures/cli-http-server.mjs";
+import { history, native, server, waitFor } from "./helpers";
+
+const indexJs = fileURLToPath(new URL("../index.js", import.meta.url));
+
+/** A new process's manager (its own era verdicts), with a FileToolCache at `cachePath`,
+ *  connecting `servers`: how each one's era was found, and the first request it saw. */
+function managerProcess(cachePath: string, servers: Record<string, object>, options: object = {}): Promise<Record<string, any>> {
+  const script = `
+    const native = require(${JSON.stringify(indexJs)});
+    (async () => {
+      const manager = new native.MCPManager(process.cwd(), new native.FileToolCache(${JSON.stringify(cachePath)}), ${JSON.stringify(options)});
+      const servers = ${JSON.stringify(servers)};
+      await manager.connectServers(servers, {});
+      const out = {};
+      for (const name of Object.keys(servers)) {
+        const connection = await manager.waitForConnection(name);
+        const answer = await connection.transport.request("tools/call", { name: "history", arguments: {} });
+        const first = JSON.parse(answer.content[0].text).find((m) => m.id !== undefined && m.method);
+        out[name] = { detection: connection.eraDetection, version: connection.protocolVersion, first: first.method };
+      }
+      // The era is written beside the tools, after the connect.
+      await new Promise((r) => setTimeout(r, 200));
+      await manager.disconnectAll();
+      console.log(JSON.stringify(out));
+    })().catch((e) => { console.error(e); process.exit(1); });`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout!.on("data", (c) => (out += c));
+    child.stderr!.on("data", (c) => (err += c));
+    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`exit ${code}: ${err}`))));
+  });
+}
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -14,9 +53,11 @@ const META = "io.modelcontextprotocol/";
 /** A stateless MCP server speaking `versions`; every POST is recorded. */
 async function statelessServer(versions: string[]) {
   const seen: { headers: Record<string, any>; body: any }[] = [];
+  const others: string[] = [];
   let lists = 0;
   const server = createServer(async (req, res) => {
     if (req.method !== "POST") {
+      others.push(req.method!);
       res.writeHead(405);
       return res.end();
     }
@@ -84,7 +125,7 @@ async function statelessServer(versions: string[]) {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   cleanups.push(() => new Promise((r) => server.close(r)));
-  return { url: `http://127.0.0.1:${(server.address() as any).port}/mcp`, seen };
+  return { url: `http://127.0.0.1:${(server.address() as any).port}/mcp`, seen, others };
 }
 
 describe("N1/N3/N4 the stateless era", () => {
@@ -237,6 +278,71 @@ describe("N2 auto detection", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
     expect(client.connection.eraDetection).toBe("timeout");
   }, 15_000);
+
+  it("N2 over HTTP: type 'sse' falls from the probe to the handshake, on the legacy HTTP+SSE protocol (H11)", async () => {
+    const legacy = await startExampleHttp({ legacy: true });
+    cleanups.push(() => legacy.close());
+    const client = await connectAuto({ type: "sse", url: legacy.url });
+    expect(client.connection.eraDetection).toBe("refused");
+    expect(client.connection.protocolVersion).toBe("2025-03-26");
+    await expect(client.callTool("echo", { text: "old" })).resolves.toMatchObject({ content: [{ text: "old" }] });
+  });
+
+  it("N2 over HTTP: a stateless server's JSON-RPC error in a 4xx is a modern answer, also for type 'sse': no legacy GET", async () => {
+    const s = await statelessServer(["2025-11-25"]);
+    const client = await connectAuto({ type: "sse", url: s.url });
+    expect(client.connection.eraDetection).toBe("unsupported-version");
+    expect(client.connection.protocolVersion).toBe("2025-11-25");
+    expect(s.seen.map((r) => r.body.method)).toEqual(["server/discover", "initialize", "notifications/initialized"]);
+    // The one GET is the handshake era's listener, after the handshake; none probed for legacy.
+    expect(await waitFor(() => s.others.length > 0)).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.others).toEqual(["GET"]);
+  });
+
+  it("N2: the manager keeps the verdict beside the tools, so a new process connects without a probe", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-era-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, "tools.json");
+    const servers = {
+      old: { command: process.execPath, args: [server] },
+      modern: { command: process.execPath, args: [server, "--stateless"] },
+    };
+    const auto = { client: { protocolVersion: "auto" } };
+    const first = await managerProcess(path, servers, auto);
+    expect(first.old).toEqual({ detection: "refused", version: "2025-11-25", first: "server/discover" });
+    expect(first.modern).toEqual({ detection: "probe", version: "2026-07-28", first: "server/discover" });
+    const cache = new native.FileToolCache(path);
+    expect(await cache.getEra("old", servers.old)).toBe("handshake");
+    expect(await cache.getEra("modern", servers.modern)).toBe("2026-07-28");
+    expect(await cache.get("old", servers.old)).toEqual(expect.arrayContaining([expect.objectContaining({ name: "echo" })]));
+    const second = await managerProcess(path, servers, auto);
+    expect(second.old).toEqual({ detection: "remembered", version: "2025-11-25", first: "initialize" });
+    expect(second.modern).toEqual({ detection: "remembered", version: "2026-07-28", first: "server/discover" });
+    // Without "auto" the manager keeps the handshake (N1) and reads no verdict.
+    const plain = await managerProcess(path, { old: servers.old });
+    expect(plain.old).toEqual({ version: "2025-11-25", first: "initialize" });
+  }, 30_000);
+
+  it("N2: a kept verdict that turns out wrong is dropped: the server is probed again and the new verdict kept", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-era-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, "tools.json");
+    // N1: the server's own config asks for "auto".
+    const servers = {
+      moved: { command: process.execPath, args: [server], protocolVersion: "auto" },
+      upgraded: { command: process.execPath, args: [server, "--stateless"], protocolVersion: "auto" },
+    };
+    const cache = new native.FileToolCache(path);
+    await cache.setEra("moved", servers.moved, "2026-07-28");
+    await cache.setEra("upgraded", servers.upgraded, "handshake");
+    const run = await managerProcess(path, servers);
+    expect(run.moved).toEqual({ detection: "refused", version: "2025-11-25", first: "server/discover" });
+    // The handshake it was remembered for is refused (-32022), so it is probed.
+    expect(run.upgraded).toEqual({ detection: "probe", version: "2026-07-28", first: "initialize" });
+    expect(await cache.getEra("moved", servers.moved)).toBe("handshake");
+    expect(await cache.getEra("upgraded", servers.upgraded)).toBe("2026-07-28");
+  }, 30_000);
 
   it("N4: -32020 lists the tools again, once, and repeats the call with the new headers", async () => {
     const s = await statelessServer(["2026-07-28"]);

@@ -269,11 +269,23 @@ async fn detect<H: Transports + Callbacks + Clock>(
     host.set_field(&connection, ERA_DETECTION, host.string(how))?;
     Ok(Initialized::Connected(connection))
   };
-  let cached = key.as_deref().and_then(era::cached);
+  let mut cached = key.as_deref().and_then(era::cached);
   if respawned || cached == Some(era::Verdict::Handshake) {
     remember(era::Verdict::Handshake);
-    let connection = initialize_handshake(host, request, transport, &handshake_client).await?;
-    return found(connection, if respawned { "respawn" } else { "remembered" });
+    match initialize_handshake(host, request, transport, &handshake_client).await {
+      Ok(connection) => {
+        return found(connection, if respawned { "respawn" } else { "remembered" });
+      }
+      // A remembered handshake the server answers with a JSON-RPC error (a server that
+      // moved to the stateless era): forgotten, and the server probed.
+      Err(error) if respawned || !is_rpc_error(host, &error) => return Err(error),
+      Err(_) => {
+        if let Some(key) = &key {
+          era::forget(key);
+        }
+        cached = None;
+      }
+    }
   }
   let version = match cached {
     Some(era::Verdict::Stateless(version)) => version,
@@ -330,6 +342,15 @@ async fn detect<H: Transports + Callbacks + Clock>(
       )
     }
   }
+}
+
+/// An error the server answered with, as opposed to the transport's own failure.
+fn is_rpc_error<H: Transports>(host: &H, error: &H::Value) -> bool {
+  host
+    .field(error, "code")
+    .ok()
+    .and_then(|code| host.as_number(&code))
+    .is_some()
 }
 
 /// N2: the connection field saying how `"auto"` found the era out.

@@ -796,20 +796,13 @@ async fn exchange(
     timeout,
     async {
       shared.listener_opened().await;
-      let response = post_with_legacy_probe(shared, session, frame).await?;
+      let response = match post_with_legacy_probe(shared, session, frame).await? {
+        Posted::Response(response) => response,
+        Posted::Refused(refused) => return refusal(session, refused),
+      };
       if !response.status().is_success() {
-        // N3: a stateless server answers a refused request with its JSON-RPC error (-32022
-        // and the versions it speaks, -32020, …) in a 4xx: that error is the answer.
-        let json =
-          session.is_stateless() && content_type(&response).starts_with("application/json");
-        let error = http_error(response, true, shared.config.max_message_bytes).await;
-        if let (true, CoreError::Http { body, .. }) = (json, &error) {
-          if crate::protocol::message::is_error_response(body) {
-            session.handle_frame(body);
-            return Ok(None);
-          }
-        }
-        return Err(error);
+        let refused = refused(session, response, shared.config.max_message_bytes).await;
+        return refusal(session, refused);
       }
       let kind = content_type(&response);
       if kind.starts_with("text/event-stream") {
@@ -883,12 +876,48 @@ async fn exchange(
   None
 }
 
-/// POSTs a frame; for `type: "sse"` the first 4xx answer triggers the legacy probe (H11).
+/// What a POST came to.
+enum Posted {
+  Response(Response),
+  /// A non-2xx answer, already read.
+  Refused(Refusal),
+}
+
+enum Refusal {
+  /// N3: a stateless server answers a refused request with its JSON-RPC error (-32022 and
+  /// the versions it speaks, -32020, …) in a 4xx: that error is the answer.
+  Answer(String),
+  Error(CoreError),
+}
+
+async fn refused(session: &Session, response: Response, limit: usize) -> Refusal {
+  let json = session.is_stateless() && content_type(&response).starts_with("application/json");
+  match http_error(response, true, limit).await {
+    CoreError::Http { body, .. } if json && crate::protocol::message::is_error_response(&body) => {
+      Refusal::Answer(body)
+    }
+    error => Refusal::Error(error),
+  }
+}
+
+/// Phase 1's end after a refusal: the answer it carried settles the request.
+fn refusal(session: &Session, refusal: Refusal) -> Result<Option<Response>, CoreError> {
+  match refusal {
+    Refusal::Answer(body) => {
+      session.handle_frame(&body);
+      Ok(None)
+    }
+    Refusal::Error(error) => Err(error),
+  }
+}
+
+/// POSTs a frame; for `type: "sse"` the first 4xx answer triggers the legacy probe (H11),
+/// unless it is a stateless server's JSON-RPC error (N2: that server is modern).
 async fn post_with_legacy_probe(
   shared: &Shared,
   session: &Arc<Session>,
   frame: String,
-) -> Result<Response, CoreError> {
+) -> Result<Posted, CoreError> {
   let mut mode = shared.mode.lock().await;
   if *mode != Mode::Probing {
     let url = match &*mode {
@@ -896,7 +925,10 @@ async fn post_with_legacy_probe(
       _ => shared.config.url.clone(),
     };
     drop(mode);
-    return shared.post_in_session(session, url, frame).await;
+    return shared
+      .post_in_session(session, url, frame)
+      .await
+      .map(Posted::Response);
   }
   let mut rounds = Rounds::default();
   let response = shared
@@ -906,7 +938,12 @@ async fn post_with_legacy_probe(
   let rejected_post = (400..500).contains(&status) && status != 401 && status != 403;
   if !rejected_post {
     *mode = Mode::Streamable;
-    return Ok(response);
+    return Ok(Posted::Response(response));
+  }
+  let refusal = refused(session, response, shared.config.max_message_bytes).await;
+  if matches!(refusal, Refusal::Answer(_)) {
+    *mode = Mode::Streamable;
+    return Ok(Posted::Refused(refusal));
   }
   match open_legacy_stream(shared, session).await {
     Some(endpoint) => {
@@ -914,9 +951,12 @@ async fn post_with_legacy_probe(
         endpoint: endpoint.clone(),
       };
       drop(mode);
-      shared.post(session, endpoint, frame).await
+      shared
+        .post(session, endpoint, frame)
+        .await
+        .map(Posted::Response)
     }
-    None => Ok(response),
+    None => Ok(Posted::Refused(refusal)),
   }
 }
 
