@@ -1,8 +1,10 @@
-// SPEC-PROTOCOL N3/N4/N6 on Bun: the stateless era's envelope, headers and input-required
-// retries cross Bun's event loop as on Node (__test__/stateless.test.ts).
+// SPEC-PROTOCOL N2/N3/N4/N6/N7 on Bun: the stateless era's envelope, headers, input-required
+// retries, the stdio probe and subscriptions cross Bun's event loop as on Node
+// (__test__/stateless.test.ts, __test__/stateless-streams.test.ts).
 import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 
 setDefaultTimeout(20_000);
 const require = createRequire(import.meta.url);
@@ -47,5 +49,23 @@ describe("the stateless era on Bun", () => {
       ["tools/call", "go"],
     ]);
     expect(seen.every((r) => r.body.params._meta["io.modelcontextprotocol/protocolVersion"] === "2026-07-28")).toBe(true);
+  });
+
+  it("N2/N7: auto probes a stateless stdio server (spawned from Bun); its subscription delivers list changes; a respawn for one that exits", async () => {
+    const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
+    const config = { command: "node", args: [server, "--stateless"], env: { N2_CASE: `bun-${Date.now()}` } };
+    const client = await native.MCPClient.connect("bun-stdio", config, { client: { protocolVersion: "auto" } } as any);
+    cleanups.push(() => client.close());
+    expect(client.connection.eraDetection).toBe("probe");
+    expect(client.connection.protocolVersion).toBe("2026-07-28");
+    const seen: string[] = [];
+    client.connection.transport.onNotification = (method: string) => seen.push(method);
+    await client.callTool("toggle_extra", {});
+    await client.callTool("echo", { text: "after" });
+    expect(seen).toEqual(["notifications/tools/list_changed"]);
+    const old = { command: "node", args: [server, "--exit-on-unknown-first"], env: { N2_CASE: `bun-exit-${Date.now()}` } };
+    const legacy = await native.MCPClient.connect("bun-old", old, { client: { protocolVersion: "auto" } } as any);
+    cleanups.push(() => legacy.close());
+    expect(legacy.connection.eraDetection).toBe("respawn");
   });
 });
