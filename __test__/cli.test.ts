@@ -117,6 +117,16 @@ describe("the bundled example server (no target)", () => {
     expect(run.stdout).toMatch(/^echo\s+text\s+Returns its text argument unchanged$/m);
   });
 
+  it("inspect: a stateless (2026-07-28) stdio server, its era found by the probe (N2), and calls to it", async () => {
+    const target = ["--stdio", `"${process.execPath}" "${fixtureServer}" --stateless`];
+    const run = await cli(["inspect", ...target]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^protocol\s+2026-07-28$/m);
+    expect(run.stdout).toMatch(/^era\s+stateless, found by a server\/discover probe$/m);
+    expect((await cliJson(["inspect", ...target])).era).toEqual({ name: "stateless", detection: "probe" });
+    expect((await cli(["call", ...target, "echo", '{"text":"no handshake"}'])).stdout).toBe("no handshake\n");
+  });
+
   it("inspect --json", async () => {
     const doc = await cliJson(["inspect"]);
     expect(doc).toMatchObject({

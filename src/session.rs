@@ -172,7 +172,7 @@ struct State {
   /// P6: the server's requests our handlers are still working on, by raw JSON id.
   serving: std::collections::HashSet<String>,
   /// N3: in the stateless era, the `_meta` every request carries.
-  stateless_meta: Option<serde_json::Map<String, serde_json::Value>>,
+  stateless_meta: Option<message::MetaEnvelope>,
   /// N4: the tool parameters mirrored into `Mcp-Param-*` headers, from `tools/list`.
   tool_headers: tool_headers::ToolHeaders,
   /// N5: the id a request was re-sent under → the ticket it still settles.
@@ -294,7 +294,7 @@ impl Session {
     let with_meta = state
       .stateless_meta
       .as_ref()
-      .and_then(|meta| message::with_meta_entries(params, meta.clone()));
+      .and_then(|meta| meta.applied_to(params));
     let params = with_meta.as_deref().or(params);
     state.next_ticket += 1;
     // Without the caller's timing, transports that time their own phases (HTTP) arm none.
@@ -716,7 +716,7 @@ impl Session {
     match era {
       Some((version, meta)) => {
         state.protocol_version = Some(version);
-        state.stateless_meta = Some(meta);
+        state.stateless_meta = Some(message::MetaEnvelope::new(meta));
       }
       None => {
         state.protocol_version = None;

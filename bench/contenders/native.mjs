@@ -2,9 +2,16 @@
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const { createStdioTransport, createHttpTransport } = require("../../index.js");
+const { connectToServer, createStdioTransport, createHttpTransport } = require("../../index.js");
 
-export async function open({ server, url }) {
+export async function open({ server, url, stateless }) {
+  if (stateless) {
+    // 2026-07-28: server/discover, then every request carries the _meta envelope and the
+    // SEP-2243 headers.
+    const config = { type: "http", url, timeout: 0, maxMessageBytes: 64 << 20 };
+    const { transport } = await connectToServer("bench", config, { client: { protocolVersion: "2026-07-28" } });
+    return wrap(transport);
+  }
   const transport = url
     ? await createHttpTransport({ type: "http", url, timeout: 0, maxMessageBytes: 64 << 20 })
     : await createStdioTransport({ command: server, args: ["stdio"], timeout: 0, maxMessageBytes: 64 << 20 });
@@ -14,6 +21,10 @@ export async function open({ server, url }) {
     clientInfo: { name: "bench-native", version: "1" },
   });
   await transport.notify("notifications/initialized");
+  return wrap(transport);
+}
+
+function wrap(transport) {
   return {
     call: (name, args) => transport.request("tools/call", { name, arguments: args }),
     onNotification: (handler) => {

@@ -2,8 +2,15 @@
 // pending ids (over HTTP: fetch, then JSON or a parsed event stream).
 import { spawn } from "node:child_process";
 
-export async function open({ server, url }) {
-  const client = url ? httpClient(url) : stdioClient(server);
+export async function open({ server, url, stateless }) {
+  const client = url ? httpClient(url, stateless) : stdioClient(server);
+  if (stateless) {
+    await client.request("server/discover", {});
+    return {
+      call: (name, args) => client.request("tools/call", { name, arguments: args }),
+      close: () => client.close(),
+    };
+  }
   await client.request("initialize", { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "bench-raw", version: "1" } });
   client.notify("notifications/initialized");
   return {
@@ -63,13 +70,26 @@ function stdioClient(server) {
   return client;
 }
 
-function httpClient(url) {
+// 2026-07-28: each request carries the _meta envelope and names itself in headers.
+const META = "io.modelcontextprotocol/";
+const envelope = {
+  [`${META}protocolVersion`]: "2026-07-28",
+  [`${META}clientCapabilities`]: { roots: { listChanged: false } },
+  [`${META}clientInfo`]: { name: "bench-raw", version: "1" },
+};
+
+function httpClient(url, stateless) {
   let nextId = 1;
-  const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
+  const base = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
   const client = {
     notificationHandler: undefined,
     async request(method, params) {
       const id = nextId++;
+      let headers = base;
+      if (stateless) {
+        headers = { ...base, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, ...(params.name ? { "Mcp-Name": params.name } : {}) };
+        params = { _meta: envelope, ...params };
+      }
       const response = await fetch(url, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
       let message;
       if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
@@ -88,7 +108,7 @@ function httpClient(url) {
       return message?.result;
     },
     notify(method, params) {
-      return fetch(url, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", method, params }) });
+      return fetch(url, { method: "POST", headers: base, body: JSON.stringify({ jsonrpc: "2.0", method, params }) });
     },
     close() {},
   };

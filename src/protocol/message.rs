@@ -253,6 +253,46 @@ pub fn with_progress_token(params: Option<&str>, token: u64) -> Option<String> {
   with_meta_entries(params, [("progressToken".to_string(), token.into())])
 }
 
+/// N3: the `_meta` entries every request of a stateless-era connection carries, with their
+/// JSON text made once, so a request without a `_meta` of its own gets them spliced in.
+#[derive(Debug, Clone)]
+pub struct MetaEnvelope {
+  entries: serde_json::Map<String, serde_json::Value>,
+  /// The members of `entries` as object text, without the braces.
+  members: String,
+}
+
+impl MetaEnvelope {
+  pub fn new(entries: serde_json::Map<String, serde_json::Value>) -> Self {
+    let text = serde_json::Value::Object(entries.clone()).to_string();
+    let members = text[1..text.len() - 1].to_string();
+    MetaEnvelope { entries, members }
+  }
+
+  pub fn insert(&mut self, key: String, value: serde_json::Value) {
+    self.entries.insert(key, value);
+    *self = MetaEnvelope::new(std::mem::take(&mut self.entries));
+  }
+
+  /// `params` (an object, or none) carrying the entries; `None` when they are not an object.
+  pub fn applied_to(&self, params: Option<&str>) -> Option<String> {
+    let text = params.unwrap_or("{}").trim_start();
+    // Splicing is safe where `params` cannot hold a `_meta` key: none spelled plainly (the
+    // JSON.stringify texts we get) and no escapes that could spell one.
+    if !text.contains("\"_meta\"") && !text.contains("\\u") {
+      if let Some(rest) = text.strip_prefix('{') {
+        let separator = if rest.trim_start().starts_with('}') {
+          ""
+        } else {
+          ","
+        };
+        return Some(format!("{{\"_meta\":{{{}}}{separator}{rest}", self.members));
+      }
+    }
+    with_meta_entries(params, self.entries.clone())
+  }
+}
+
 /// `params` with `entries` set in its `_meta` (made when missing); the rest of `_meta` is
 /// kept. `None` when the params are not an object.
 pub fn with_meta_entries(
@@ -392,6 +432,43 @@ fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn n3_the_envelope_is_spliced_into_params_without_one_and_merged_into_a_meta() {
+    let mut entries = serde_json::Map::new();
+    entries.insert("v".into(), "2026-07-28".into());
+    let mut envelope = MetaEnvelope::new(entries);
+    let parse =
+      |text: Option<String>| -> serde_json::Value { serde_json::from_str(&text.unwrap()).unwrap() };
+    assert_eq!(
+      envelope.applied_to(None).as_deref(),
+      Some(r#"{"_meta":{"v":"2026-07-28"}}"#)
+    );
+    assert_eq!(
+      envelope.applied_to(Some(" {} ")).as_deref(),
+      Some(r#"{"_meta":{"v":"2026-07-28"}} "#)
+    );
+    assert_eq!(
+      envelope.applied_to(Some(r#"{"name":"x"}"#)).as_deref(),
+      Some(r#"{"_meta":{"v":"2026-07-28"},"name":"x"}"#)
+    );
+    // A _meta of the caller's keeps its entries.
+    assert_eq!(
+      parse(envelope.applied_to(Some(r#"{"_meta":{"progressToken":3},"a":1}"#))),
+      serde_json::json!({ "_meta": { "progressToken": 3, "v": "2026-07-28" }, "a": 1 })
+    );
+    // An escape that could spell the key takes the parsing path.
+    assert_eq!(
+      parse(envelope.applied_to(Some(r#"{"\u005fmeta":{"p":1}}"#))),
+      serde_json::json!({ "_meta": { "p": 1, "v": "2026-07-28" } })
+    );
+    assert_eq!(envelope.applied_to(Some("[1]")), None);
+    envelope.insert("level".into(), "debug".into());
+    assert_eq!(
+      envelope.applied_to(None).as_deref(),
+      Some(r#"{"_meta":{"v":"2026-07-28","level":"debug"}}"#)
+    );
+  }
 
   #[test]
   fn n5_a_request_under_a_new_id_keeps_its_params_byte_exact() {

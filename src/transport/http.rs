@@ -481,12 +481,13 @@ impl Shared {
     if session.is_stateless() {
       let routing = crate::protocol::headers::routing_headers(&frame)
         .into_iter()
-        .map(|(name, value)| (name.to_string(), value));
-      for (name, value) in routing.chain(session.param_headers(&frame)) {
-        if let (Ok(name), Ok(value)) = (
-          HeaderName::from_bytes(name.as_bytes()),
-          HeaderValue::from_str(&value),
-        ) {
+        .map(|(name, value)| (HeaderName::from_static(name), value));
+      let params = session
+        .param_headers(&frame)
+        .into_iter()
+        .filter_map(|(name, value)| Some((HeaderName::from_bytes(name.as_bytes()).ok()?, value)));
+      for (name, value) in routing.chain(params) {
+        if let Ok(value) = HeaderValue::from_str(&value) {
           headers.insert(name, value);
         }
       }
@@ -741,7 +742,12 @@ async fn send_request(
   let mut backoff = Resumption::new(shared.config.max_resumptions);
   let mut resent = false;
   loop {
-    let sent = frame.clone();
+    // Only a stateless-era request can be sent again: only then is a copy kept.
+    let (sent, kept) = if session.is_stateless() {
+      (frame.clone(), Some(frame))
+    } else {
+      (frame, None)
+    };
     let Some(broken) = exchange(
       shared,
       session,
@@ -755,6 +761,10 @@ async fn send_request(
     else {
       return;
     };
+    let Some(kept) = kept else {
+      return fail(broken.unwrap_or(CoreError::NoResponse(id)));
+    };
+    frame = kept;
     let again = if out.subscription {
       backoff.next_attempt(true)
     } else {

@@ -63,6 +63,12 @@ fn answer(message: &Value) -> Vec<Frame> {
       "serverInfo": { "name": "bench-server", "version": "1.0.0" },
     }),
     "ping" => json!({}),
+    // 2026-07-28: the stateless era's discovery (every later request carries its `_meta`).
+    "server/discover" => json!({
+      "supportedVersions": ["2026-07-28"],
+      "capabilities": { "tools": {} },
+      "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "bench-server", "version": "1.0.0" } },
+    }),
     "tools/list" => json!({ "tools": [
       { "name": "echo", "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } } },
       { "name": "blob", "inputSchema": { "type": "object", "properties": { "bytes": { "type": "number" } } } },
