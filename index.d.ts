@@ -727,6 +727,14 @@ export declare class HttpTransport {
   set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
   get onRequest(): ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined
   set onRequest(callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined)
+  /**
+   * H8: over HTTP in the handshake era, opens the server's GET event stream and
+   * delivers what arrives on it until the stream ends or `close()` (stdio: nothing to
+   * open). N7: in the stateless era, opens a `subscriptions/listen` subscription for
+   * `filter` (default: every list change) instead. Resolves when it stops (at once
+   * when there is nothing to open); never rejects. Start it without awaiting.
+   */
+  startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
   constructor(config: MCPHttpServerConfig | MCPSseServerConfig)
   /** The server URL. */
   get url(): string
@@ -747,13 +755,6 @@ export declare class HttpTransport {
    * authorization code) is exchanged for tokens, which the provider's `saveTokens` gets.
    */
   finishAuth(callbackUrl: string): Promise<void>
-  /**
-   * H8: opens the server's GET event stream and delivers what arrives on it until the
-   * stream ends or `close()`. Resolves when it stops (at once if the server does not offer
-   * one); never rejects. Start it without awaiting. N7: in the stateless era it opens a
-   * `subscriptions/listen` subscription instead, for `filter` (default: every list change).
-   */
-  startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
 }
 export type JsHttpTransport = HttpTransport
 
@@ -817,6 +818,14 @@ export declare class StdioTransport {
   set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
   get onRequest(): ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined
   set onRequest(callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined)
+  /**
+   * H8: over HTTP in the handshake era, opens the server's GET event stream and
+   * delivers what arrives on it until the stream ends or `close()` (stdio: nothing to
+   * open). N7: in the stateless era, opens a `subscriptions/listen` subscription for
+   * `filter` (default: every list change) instead. Resolves when it stops (at once
+   * when there is nothing to open); never rejects. Start it without awaiting.
+   */
+  startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
   constructor(config: MCPStdioServerConfig)
   /** The server's process id (also its process group id) once connected. */
   get pid(): number | undefined
@@ -825,14 +834,7 @@ export declare class StdioTransport {
    * command cannot be started.
    */
   connect(): Promise<void>
-  /**
-   * S5: stderr text of the server, as it arrives.
-   * N7: in the stateless era, opens a `subscriptions/listen` subscription for `filter`
-   * (default: every list change), whose notifications arrive on `onNotification`; it
-   * resolves when the subscription ends and never rejects. In the handshake era the one
-   * channel already carries everything: it resolves at once.
-   */
-  startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
+  /** S5: stderr text of the server, as it arrives. */
   get onStderr(): ((chunk: string) => void) | undefined
   set onStderr(callback: ((chunk: string) => void) | undefined)
 }

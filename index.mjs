@@ -4,7 +4,6 @@ import { createRequire } from "node:module";
 const binding = createRequire(import.meta.url)("./index.js");
 
 export const {
-  createMCPManager,
   createHttpTransport,
   createStdioTransport,
   callTool,
@@ -13,14 +12,15 @@ export const {
   connectToServer,
   disconnectServer,
   serverSupportsTools,
-  parseMCPToolName,
-  createMCPToolName,
   callMCP,
   parseSSE,
   toJsonRpcError,
   MCP_PROTOCOL_VERSION,
   MCP_CONFIG_SCHEMA_URL,
   MCPNotificationMethods,
+  createMCPManager,
+  parseMCPToolName,
+  createMCPToolName,
   StdioTransport,
   HttpTransport,
   MCPManager,

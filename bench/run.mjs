@@ -121,6 +121,29 @@ const metrics = [
   ["HTTP 2026-07-28 conc", "http-2026-conc", "calls_per_s", "calls/s", "higher"],
 ];
 
+// [label, a, b, workload, field, op, bound]
+const targets = [
+  ["seq p50 ≤ 1.0× raw", "native", "raw", "seq", "p50_us", "<=", 1.0],
+  ["seq p50 ≤ 0.5× sdk", "native", "sdk", "seq", "p50_us", "<=", 0.5],
+  ["conc ≥ 1.2× raw", "native", "raw", "conc", "calls_per_s", ">=", 1.2],
+  ["10 MiB time ≤ 0.7× raw", "native", "raw", "big-10m", "ms_per_call", "<=", 0.7],
+  ["10 MiB loop delay ≤ 0.5× raw", "native", "raw", "big-10m", "loop_max_ms", "<=", 0.5],
+  ["notifications/s ≥ 1.0× raw", "native", "raw", "notif", "notifications_per_s", ">=", 1.0],
+  ["HTTP JSON calls/s ≥ 2× sdk", "native", "sdk", "http-json-conc", "calls_per_s", ">=", 2.0],
+  ["HTTP SSE calls/s ≥ 2× sdk", "native", "sdk", "http-sse-conc", "calls_per_s", ">=", 2.0],
+  ["RSS growth (10 MiB) ≤ raw's", "native", "raw", "big-10m", "rss_growth_mb", "<=", 1.0],
+  ...(haveBun
+    ? [
+        ["Bun: seq p50 ≤ 1.0× raw-bun", "native-bun", "raw-bun", "seq", "p50_us", "<=", 1.0],
+        ["Bun: conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "conc", "calls_per_s", ">=", 1.2],
+        ["Bun: 10 MiB time ≤ 0.7× raw-bun", "native-bun", "raw-bun", "big-10m", "ms_per_call", "<=", 0.7],
+        ["Bun: 10 MiB loop delay ≤ 0.5× raw-bun", "native-bun", "raw-bun", "big-10m", "loop_max_ms", "<=", 0.5],
+        ["Bun: notifications/s ≥ 1.0× raw-bun", "native-bun", "raw-bun", "notif", "notifications_per_s", ">=", 1.0],
+        ["Bun: RSS growth (10 MiB) ≤ raw-bun's", "native-bun", "raw-bun", "big-10m", "rss_growth_mb", "<=", 1.0],
+      ]
+    : []),
+];
+
 // [label, contender, floor, workload, baseline workload, field, op, bound]: the stateless
 // era may cost ours what it costs the raw floor (its headers and envelope), no more.
 const eraTargets = [

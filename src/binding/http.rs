@@ -8,8 +8,7 @@ use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, create_connected, finish, open_subscription, runtime_handle, thrown, transport_class,
-  StartableClass,
+  attach, create_connected, runtime_handle, thrown, transport_class, StartableClass,
 };
 use crate::transport::http::{HttpConfig, HttpTransport};
 
@@ -173,36 +172,23 @@ impl JsHttpTransport {
       .as_ref()
       .map_or(0.0, |t| t.user_wait().as_secs_f64() * 1000.0)
   }
+}
 
-  /// H8: opens the server's GET event stream and delivers what arrives on it until the
-  /// stream ends or `close()`. Resolves when it stops (at once if the server does not offer
-  /// one); never rejects. Start it without awaiting. N7: in the stateless era it opens a
-  /// `subscriptions/listen` subscription instead, for `filter` (default: every list change).
-  #[napi(
-    js_name = "startSSEListener",
-    ts_args_type = "filter?: MCPSubscriptionFilter",
-    ts_return_type = "Promise<void>"
-  )]
-  pub fn start_sse_listener(&self, env: Env, filter: Option<JsArg>) -> napi::Result<JsRaw> {
-    let js = Js::new(env.raw());
-    if let Some(opened) = open_subscription(js, &self.side, filter.map(|f| f.0)) {
-      return finish(js, opened);
+impl JsHttpTransport {
+  /// H8: the server's GET event stream, delivered until it ends or `close()`.
+  fn start_handshake_listener(&self, js: Js) -> Result<Value, Thrown> {
+    let session = self.transport.as_ref().map(|t| t.session().clone());
+    let Some(session) = session.filter(|s| s.is_connected()) else {
+      return js.resolved(js.undefined());
+    };
+    let ticket = session.allocate_ticket();
+    let (deferred, promise) = js.create_promise()?;
+    // A listener alone does not keep the host alive (§0).
+    self.side.borrow_mut().add_background(ticket, deferred);
+    if let Some(transport) = &self.transport {
+      transport.start_listener(ticket);
     }
-    let result = (|| {
-      let session = self.transport.as_ref().map(|t| t.session().clone());
-      let Some(session) = session.filter(|s| s.is_connected()) else {
-        return js.resolved(js.undefined());
-      };
-      let ticket = session.allocate_ticket();
-      let (deferred, promise) = js.create_promise()?;
-      // A listener alone does not keep the host alive (§0).
-      self.side.borrow_mut().add_background(ticket, deferred);
-      if let Some(transport) = &self.transport {
-        transport.start_listener(ticket);
-      }
-      Ok(promise)
-    })();
-    result.map(JsRaw).map_err(|t| thrown(js, t))
+    Ok(promise)
   }
 }
 

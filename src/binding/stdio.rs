@@ -9,8 +9,7 @@ use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, callback_value, create_connected, finish, open_subscription, runtime_handle, thrown,
-  transport_class, StartableClass,
+  attach, callback_value, create_connected, runtime_handle, thrown, transport_class, StartableClass,
 };
 use crate::transport::stdio::{StdioConfig, StdioTransport};
 
@@ -54,6 +53,11 @@ impl StartableClass for JsStdioTransport {
 }
 
 impl JsStdioTransport {
+  /// The handshake era's one channel already carries everything: nothing to open.
+  fn start_handshake_listener(&self, js: Js) -> Result<Value, Thrown> {
+    js.resolved(js.undefined())
+  }
+
   fn set_slot(&mut self, slot: CallbackSlot, value: JsArg) {
     self.side.borrow_mut().set_callback(slot, value.0);
     if slot == CallbackSlot::Stderr {
@@ -95,21 +99,6 @@ impl JsStdioTransport {
   }
 
   /// S5: stderr text of the server, as it arrives.
-  /// N7: in the stateless era, opens a `subscriptions/listen` subscription for `filter`
-  /// (default: every list change), whose notifications arrive on `onNotification`; it
-  /// resolves when the subscription ends and never rejects. In the handshake era the one
-  /// channel already carries everything: it resolves at once.
-  #[napi(
-    js_name = "startSSEListener",
-    ts_args_type = "filter?: MCPSubscriptionFilter",
-    ts_return_type = "Promise<void>"
-  )]
-  pub fn start_sse_listener(&self, env: Env, filter: Option<JsArg>) -> napi::Result<JsRaw> {
-    let js = Js::new(env.raw());
-    let opened = open_subscription(js, &self.side, filter.map(|f| f.0));
-    finish(js, opened.unwrap_or_else(|| js.resolved(js.undefined())))
-  }
-
   #[napi(
     getter,
     js_name = "onStderr",

@@ -1,6 +1,7 @@
 //! The members every JS transport class shares (SPEC §2), generated for each class by
 //! `transport_class!`. A class is a struct with `side: Shared` and `transport: Option<T>`,
-//! `T: Transport`, plus an inherent `set_slot` for callback changes.
+//! `T: Transport`, plus an inherent `set_slot` for callback changes and
+//! `start_handshake_listener` for what `startSSEListener` opens in the handshake era.
 use super::js::{Js, JsRaw, Thrown, Value};
 use super::pump::{CallbackSlot, Shared};
 use crate::transport::Transport;
@@ -226,6 +227,27 @@ macro_rules! transport_class {
       )]
       pub fn set_on_request(&mut self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::pump::CallbackSlot::Request, callback)
+      }
+
+      /// H8: over HTTP in the handshake era, opens the server's GET event stream and
+      /// delivers what arrives on it until the stream ends or `close()` (stdio: nothing to
+      /// open). N7: in the stateless era, opens a `subscriptions/listen` subscription for
+      /// `filter` (default: every list change) instead. Resolves when it stops (at once
+      /// when there is nothing to open); never rejects. Start it without awaiting.
+      #[napi(
+        js_name = "startSSEListener",
+        ts_args_type = "filter?: MCPSubscriptionFilter",
+        ts_return_type = "Promise<void>"
+      )]
+      pub fn start_sse_listener(
+        &self,
+        env: napi::Env,
+        filter: Option<$crate::binding::js::JsArg>,
+      ) -> napi::Result<$crate::binding::js::JsRaw> {
+        let js = $crate::binding::js::Js::new(env.raw());
+        let opened = $crate::binding::transport_class::open_subscription(js, &self.side, filter.map(|f| f.0))
+          .unwrap_or_else(|| self.start_handshake_listener(js));
+        $crate::binding::transport_class::finish(js, opened)
       }
 
       /// P6: the connection whose cached lists this transport's list_changed notifications
