@@ -29,18 +29,19 @@ const bun = `${root}node_modules/.bin/bun`;
 const haveBun = existsSync(bun);
 const stdioWorkloads = ["init", "seq", "conc", "big-1m", "big-10m", "notif"];
 const httpWorkloads = ["http-json-seq", "http-json-conc", "http-sse-seq", "http-sse-conc"];
-// 2026-07-28 (stateless) over HTTP: ours and the raw floor (the SDK v1 does not speak it).
-// What the era costs a client is its ratio to the handshake-era HTTP JSON numbers of the
-// same round; the raw floor's ratio is what the bigger messages cost anyway.
+// 2026-07-28 (stateless) over HTTP, for ours and the raw floor (the SDK v1 does not speak
+// it). Its envelope and routing headers cost bytes on both sides whatever the client does,
+// so ours is held to its own handshake-era calls carrying the same (the `padded` workloads).
 const statelessWorkloads = ["http-2026-seq", "http-2026-conc"];
+const paddedWorkloads = ["http-padded-seq", "http-padded-conc"];
 const contenders = [
-  { name: "native", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
+  { name: "native", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...paddedWorkloads] },
   { name: "sdk", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
   { name: "raw", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
   { name: "raw-aa", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
   ...(haveBun
     ? [
-        { name: "native-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
+        { name: "native-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...paddedWorkloads] },
         { name: "raw-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
       ]
     : []),
@@ -119,6 +120,8 @@ const metrics = [
   ["HTTP SSE conc", "http-sse-conc", "calls_per_s", "calls/s", "higher"],
   ["HTTP 2026-07-28 seq p50", "http-2026-seq", "p50_us", "µs", "lower"],
   ["HTTP 2026-07-28 conc", "http-2026-conc", "calls_per_s", "calls/s", "higher"],
+  ["HTTP handshake + 2026 bytes seq p50", "http-padded-seq", "p50_us", "µs", "lower"],
+  ["HTTP handshake + 2026 bytes conc", "http-padded-conc", "calls_per_s", "calls/s", "higher"],
 ];
 
 // [label, a, b, workload, field, op, bound]
@@ -144,15 +147,15 @@ const targets = [
     : []),
 ];
 
-// [label, contender, floor, workload, baseline workload, field, op, bound]: the stateless
-// era may cost ours what it costs the raw floor (its headers and envelope), no more.
+// [label, contender, workload, baseline workload, field, op, bound]: one contender, two
+// workloads of the same round.
 const eraTargets = [
-  ["2026-07-28 seq p50 cost ≤ 1.1× raw's", "native", "raw", "http-2026-seq", "http-json-seq", "p50_us", "<=", 1.1],
-  ["2026-07-28 calls/s cost ≤ 1.1× raw's", "native", "raw", "http-2026-conc", "http-json-conc", "calls_per_s", ">=", 1 / 1.1],
+  ["2026-07-28 seq p50 ≤ 1.1× handshake with its bytes", "native", "http-2026-seq", "http-padded-seq", "p50_us", "<=", 1.1],
+  ["2026-07-28 calls/s ≥ 0.9× handshake with its bytes", "native", "http-2026-conc", "http-padded-conc", "calls_per_s", ">=", 0.9],
   ...(haveBun
     ? [
-        ["Bun: 2026-07-28 seq p50 cost ≤ 1.1× raw-bun's", "native-bun", "raw-bun", "http-2026-seq", "http-json-seq", "p50_us", "<=", 1.1],
-        ["Bun: 2026-07-28 calls/s cost ≤ 1.1× raw-bun's", "native-bun", "raw-bun", "http-2026-conc", "http-json-conc", "calls_per_s", ">=", 1 / 1.1],
+        ["Bun: 2026-07-28 seq p50 ≤ 1.1× handshake with its bytes", "native-bun", "http-2026-seq", "http-padded-seq", "p50_us", "<=", 1.1],
+        ["Bun: 2026-07-28 calls/s ≥ 0.9× handshake with its bytes", "native-bun", "http-2026-conc", "http-padded-conc", "calls_per_s", ">=", 0.9],
       ]
     : []),
 ];
@@ -183,15 +186,10 @@ for (const [label, a, b, workload, field, op, bound] of targets) {
   table.push([`target: ${label}`, "", shown, met ? "met" : "NOT MET"]);
 }
 
-for (const [label, contender, floor, workload, baseline, field, op, bound] of eraTargets) {
+for (const [label, contender, workload, baseline, field, op, bound] of eraTargets) {
   if (only && !(only.has(workload) && only.has(baseline))) continue;
-  // Each one's era ratio in the same round, then ours over the floor's.
   const measured = median(
-    Array.from({ length: rounds }, (_, round) => {
-      const ours = value(contender, workload, field, round) / value(contender, baseline, field, round);
-      const theirs = value(floor, workload, field, round) / value(floor, baseline, field, round);
-      return ours / theirs;
-    }),
+    Array.from({ length: rounds }, (_, round) => value(contender, workload, field, round) / value(contender, baseline, field, round)),
   );
   const met = op === "<=" ? measured <= bound : measured >= bound;
   summary.targets.push({ label, measured, met });

@@ -104,7 +104,7 @@ const started = now();
 try {
   if (workload.startsWith("http-")) httpServer = await startHttpServer(workload.startsWith("http-sse"));
   const t = now();
-  const client = await contender.open({ server: settings.server, url: httpServer?.url, stateless: workload.startsWith("http-2026") });
+  const client = await contender.open({ server: settings.server, url: httpServer?.url, stateless: workload.startsWith("http-2026"), padded: workload.startsWith("http-padded") });
   const initMs = now() - t;
   switch (workload) {
     case "init":
@@ -114,12 +114,14 @@ try {
     case "http-json-seq":
     case "http-sse-seq":
     case "http-2026-seq":
+    case "http-padded-seq":
       result = await sequential(client, settings.seq);
       break;
     case "conc":
     case "http-json-conc":
     case "http-sse-conc":
     case "http-2026-conc":
+    case "http-padded-conc":
       result = await concurrent(client, settings.conc, settings.inFlight);
       break;
     case "big-1m":

@@ -187,6 +187,8 @@ pub struct Session {
   runtime: Handle,
   /// Whether the transport drops work in flight through `Outgoing::cancel` (HTTP does).
   cancel_tokens: bool,
+  /// N3: `stateless_meta.is_some()`, read on every POST without taking the lock.
+  stateless: std::sync::atomic::AtomicBool,
   /// For the timers, which must not keep the session alive.
   me: std::sync::Weak<Session>,
 }
@@ -242,6 +244,7 @@ impl Session {
       timeout,
       runtime,
       cancel_tokens,
+      stateless: Default::default(),
     })
   }
 
@@ -717,10 +720,16 @@ impl Session {
       Some((version, meta)) => {
         state.protocol_version = Some(version);
         state.stateless_meta = Some(message::MetaEnvelope::new(meta));
+        self
+          .stateless
+          .store(true, std::sync::atomic::Ordering::Release);
       }
       None => {
         state.protocol_version = None;
         state.stateless_meta = None;
+        self
+          .stateless
+          .store(false, std::sync::atomic::Ordering::Release);
       }
     }
   }
@@ -765,7 +774,7 @@ impl Session {
   }
 
   pub fn is_stateless(&self) -> bool {
-    self.state().stateless_meta.is_some()
+    self.stateless.load(std::sync::atomic::Ordering::Acquire)
   }
 
   /// Whether request `id` is still waiting for its answer.

@@ -4,7 +4,15 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const { connectToServer, createStdioTransport, createHttpTransport } = require("../../index.js");
 
-export async function open({ server, url, stateless }) {
+// What a 2026-07-28 request adds to a handshake-era one: its envelope and routing headers.
+const META = "io.modelcontextprotocol/";
+const envelope = {
+  [`${META}protocolVersion`]: "2026-07-28",
+  [`${META}clientCapabilities`]: { roots: { listChanged: false } },
+  [`${META}clientInfo`]: { name: "mcp-native", version: "0.1.0" },
+};
+
+export async function open({ server, url, stateless, padded }) {
   if (stateless) {
     // 2026-07-28: server/discover, then every request carries the _meta envelope and the
     // SEP-2243 headers.
@@ -12,8 +20,10 @@ export async function open({ server, url, stateless }) {
     const { transport } = await connectToServer("bench", config, { client: { protocolVersion: "2026-07-28" } });
     return wrap(transport);
   }
+  // `padded`: the handshake era carrying the same bytes, the baseline the era is held to.
+  const headers = padded ? { "Mcp-Method": "tools/call", "Mcp-Name": "echo" } : undefined;
   const transport = url
-    ? await createHttpTransport({ type: "http", url, timeout: 0, maxMessageBytes: 64 << 20 })
+    ? await createHttpTransport({ type: "http", url, headers, timeout: 0, maxMessageBytes: 64 << 20 })
     : await createStdioTransport({ command: server, args: ["stdio"], timeout: 0, maxMessageBytes: 64 << 20 });
   await transport.request("initialize", {
     protocolVersion: "2025-03-26",
@@ -21,12 +31,14 @@ export async function open({ server, url, stateless }) {
     clientInfo: { name: "bench-native", version: "1" },
   });
   await transport.notify("notifications/initialized");
-  return wrap(transport);
+  return wrap(transport, padded);
 }
 
-function wrap(transport) {
+function wrap(transport, padded) {
   return {
-    call: (name, args) => transport.request("tools/call", { name, arguments: args }),
+    call: padded
+      ? (name, args) => transport.request("tools/call", { _meta: envelope, name, arguments: args })
+      : (name, args) => transport.request("tools/call", { name, arguments: args }),
     onNotification: (handler) => {
       transport.onNotification = handler;
     },
