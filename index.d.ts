@@ -31,7 +31,15 @@ export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcRespo
 export interface MCPAuthConfig {
   type: "oauth" | "apikey";
   credentialId?: string;
+  /** A2: what the agent keeps for refreshing the credential. */
+  tokenUrl?: string;
+  clientId?: string;
+  clientSecret?: string;
+  resource?: string;
 }
+
+/** A1: how outgoing JSON-RPC request ids are written (A7). */
+export type MCPRequestIdFormat = "string" | "number";
 
 interface MCPServerConfigBase {
   /** Whether this server is enabled (default: true). */
@@ -41,6 +49,8 @@ interface MCPServerConfigBase {
   /** Largest single incoming message in bytes (default 64 MiB). */
   maxMessageBytes?: number;
   auth?: MCPAuthConfig;
+  /** A7: `"string"` sends unique 16-character lowercase hex ids instead of 1, 2, 3… */
+  requestIdFormat?: MCPRequestIdFormat;
   /** N1: this server's era, over `options.client.protocolVersion`: a handshake version,
    * `"2026-07-28"` (stateless) or `"auto"`. */
   protocolVersion?: string;
@@ -51,6 +61,8 @@ export interface MCPStdioServerConfig extends MCPServerConfigBase {
   command: string;
   args?: string[];
   env?: Record<string, string>;
+  /** A2/A37: `literal`: env values are data, used verbatim (no lookups, empties kept). */
+  envPolicy?: "literal";
   cwd?: string;
 }
 
@@ -58,6 +70,9 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
   type: "http";
   url: string;
   headers?: Record<string, string>;
+  /** A2/A24: configured headers are data pinned to the URL's origin: never expanded, never
+   * sent to another origin, and generated headers win over them whatever their case. */
+  headerPolicy?: "origin-locked";
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
   oauth?: MCPOAuthOptions;
@@ -70,6 +85,8 @@ export interface MCPSseServerConfig extends MCPServerConfigBase {
   type: "sse";
   url: string;
   headers?: Record<string, string>;
+  /** A2/A24: see `MCPHttpServerConfig.headerPolicy`. */
+  headerPolicy?: "origin-locked";
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
   oauth?: MCPOAuthOptions;
@@ -173,8 +190,11 @@ export interface MCPStreamResumption {
 export type MCPServerConfig = MCPStdioServerConfig | MCPHttpServerConfig | MCPSseServerConfig;
 
 export interface MCPConfigFile {
+  $schema?: string;
   mcpServers?: Record<string, MCPServerConfig>;
   disabledServers?: string[];
+  /** A2: names enabled whatever a source's `enabled: false` says. */
+  enabledServers?: string[];
 }
 
 export interface MCPImplementation {
@@ -315,23 +335,96 @@ export interface MCPResourceTemplate {
   [key: string]: unknown;
 }
 
-export interface MCPReadResourceResult {
-  contents: Array<{ uri: string; mimeType?: string; text?: string; blob?: string; [key: string]: unknown }>;
+/** A1: annotations of resources, templates and content blocks. */
+export interface MCPAnnotations {
+  audience?: ("user" | "assistant")[];
+  priority?: number;
+  lastModified?: string;
+}
+
+/** A1: one item of a `resources/read` result. */
+export interface MCPResourceContentItem {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
   [key: string]: unknown;
+}
+
+export interface MCPReadResourceResult {
+  contents: MCPResourceContentItem[];
+  [key: string]: unknown;
+}
+/** A1: the agent's name for `MCPReadResourceResult`. */
+export type MCPResourceReadResult = MCPReadResourceResult;
+
+export interface MCPResourcesListResult {
+  resources: MCPResource[];
+  nextCursor?: string;
+}
+
+export interface MCPResourceTemplatesListResult {
+  resourceTemplates: MCPResourceTemplate[];
+  nextCursor?: string;
+}
+
+export interface MCPResourceReadParams {
+  uri: string;
+}
+
+/** `resources/subscribe` and `resources/unsubscribe` params. */
+export interface MCPResourceSubscribeParams {
+  uri: string;
+}
+
+export interface MCPPromptArgument {
+  name: string;
+  description?: string;
+  required?: boolean;
 }
 
 export interface MCPPrompt {
   name: string;
   title?: string;
   description?: string;
-  arguments?: Array<{ name: string; description?: string; required?: boolean }>;
+  arguments?: MCPPromptArgument[];
   [key: string]: unknown;
+}
+
+export interface MCPPromptsListResult {
+  prompts: MCPPrompt[];
+  nextCursor?: string;
+}
+
+/** A1: what a prompt message may hold. */
+export type MCPPromptContent = MCPTextContent | MCPImageContent | MCPAudioContent | MCPResourceContent;
+
+export interface MCPPromptMessage {
+  role: "user" | "assistant";
+  content: MCPPromptContent | MCPPromptContent[];
+}
+
+export interface MCPGetPromptParams {
+  name: string;
+  arguments?: Record<string, string>;
 }
 
 export interface MCPGetPromptResult {
   description?: string;
-  messages: Array<{ role: "user" | "assistant"; content: MCPContent }>;
+  messages: Array<{ role: "user" | "assistant"; content: MCPContent | MCPPromptContent | MCPPromptContent[] }>;
   [key: string]: unknown;
+}
+
+/** A6: what `callMCP` takes besides the request. */
+export interface CallMcpOptions {
+  /** Aborts the call (its reason is the rejection); without one it gives up after 60 s. */
+  signal?: AbortSignal;
+  logger?: { error?: (message: string, context?: Record<string, unknown>) => void };
+}
+
+/** A1: a tool result's authentication challenge (`_meta["mcp/www_authenticate"]`). */
+export interface MCPAuthChallenge {
+  readonly wwwAuthenticate: readonly string[];
 }
 
 export type MCPCompleteRef = { type: "ref/prompt"; name: string } | { type: "ref/resource"; uri: string };
@@ -460,10 +553,14 @@ export interface MCPTransport {
   ): Promise<T>;
   notify(method: string, params?: Record<string, unknown>): Promise<void>;
   close(): Promise<void>;
+  /** A2/A17: the negotiated version, sent by HTTP transports on every request after it. */
+  setProtocolVersion?(version: string): void;
   readonly connected: boolean;
   onClose?: () => void;
   onError?: (error: Error) => void;
   onNotification?: (method: string, params: unknown) => void;
+  /** A2/T11: answers the server's requests (`roots/list`, …). */
+  onRequest?: (method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>;
 }
 
 export type TransportFactory = (config: MCPServerConfig) => Promise<MCPTransport>;
@@ -493,6 +590,10 @@ export interface MCPServerConnection {
   toolsFreshUntil?: number;
   /** Filled by `listTools`. */
   tools?: MCPToolDefinition[];
+  /** A2/A27: filled by `listResources`, `listResourceTemplates` and `listPrompts`. */
+  resources?: MCPResource[];
+  resourceTemplates?: MCPResourceTemplate[];
+  prompts?: MCPPrompt[];
   /** P5: sends `notifications/roots/list_changed` (set by `connectToServer`). */
   notifyRootsChanged?: () => Promise<void>;
   _source?: SourceMeta;
@@ -841,10 +942,11 @@ export declare class StdioTransport {
 export type JsStdioTransport = StdioTransport
 
 /**
- * J2: one JSON-RPC request by POST (no session, no timeout); resolves with the whole
- * envelope `{jsonrpc, id, result?, error?}`.
+ * J2: one JSON-RPC request by POST (no session); resolves with the whole envelope
+ * `{jsonrpc, id, result?, error?}`. A6: `options.signal` aborts it; without one it gives up
+ * after 60 s (an Error named `TimeoutError`).
  */
-export declare function callMCP<T = unknown>(url: string, method: string, params?: Record<string, unknown>, options?: { logger?: { error?: (message: string, context?: Record<string, unknown>) => void } }): Promise<JsonRpcResponse<T>>
+export declare function callMCP<T = unknown>(url: string, method: string, params?: Record<string, unknown>, options?: CallMcpOptions): Promise<JsonRpcResponse<T>>
 
 /** C3: `tools/call {name, arguments}`; the result is passed through untouched. */
 export declare function callTool(connection: MCPServerConnection, toolName: string, args?: Record<string, unknown>, options?: MCPRequestOptions): Promise<MCPToolCallResult>
@@ -894,13 +996,51 @@ export declare enum MCPNotificationMethods {
 }
 
 /**
- * Parses an MCP answer that may be an SSE stream or plain JSON (J1). Throws when a `data:`
- * line is not JSON.
+ * A new object: the configured headers without those the client generates (whatever their
+ * case), then the generated ones.
+ */
+export declare function mergeMCPHeaders(headers: { generated: Record<string, string>; configured?: Record<string, string> }): Record<string, string>
+
+/**
+ * Parses an MCP answer that may be an SSE stream or plain JSON (J1): the first truthy JSON
+ * value of a `data: ` line (lines that are not JSON are skipped, A5), else the whole text
+ * as JSON, else `null`.
  */
 export declare function parseSSE(text: string): unknown
+
+/**
+ * A4: `url` for a log line: the values of query parameters whose name matches
+ * `/key|token|secret|auth/i` become `[redacted]`; text that is not a URL keeps only what
+ * precedes its `?`.
+ */
+export declare function redactUrlForLog(url: string): string
+
+/**
+ * A20: how long `startSSEListener()` waits for the GET's answer, from the request timeout
+ * in ms: 0 when that is off, else a quarter of it, between 1 ms and 1000 ms.
+ */
+export declare function resolveSSEConnectTimeoutMs(timeout: number): number
+
+/**
+ * A30: what to do with a resource subscription once its request settles: `"rollback"`
+ * when notifications are off, `"ignore"` when a later epoch owns them, else `"apply"`.
+ */
+export declare function resolveSubscriptionPostAction(enabled: boolean, currentEpoch: number, subscriptionEpoch: number): "rollback" | "ignore" | "apply"
 
 /** C4: `capabilities.tools !== undefined`. */
 export declare function serverSupportsTools(capabilities: MCPServerCapabilities): boolean
 
+/** Sets `name` on `headers`, replacing any header of that name in another case. */
+export declare function setGeneratedHeader(headers: Record<string, string>, name: string, value: string): void
+
+/** A30: sorts tools by `name` in place, in JS string order; the same array back. */
+export declare function sortMCPToolsByName<T extends { name: string }>(tools: T[]): T[]
+
 /** A3: a thrown value as a JSON-RPC error object `{code, message}`. */
 export declare function toJsonRpcError(error: unknown): { code: number; message: string }
+
+/** `headers` itself when it has no header `name` (in any case), else a copy without it. */
+export declare function withoutHeader<T extends Record<string, string> | undefined>(headers: T, name: string): T
+
+/** Writes `frame` and flushes: `false` when either throws (no flush after a failed write). */
+export declare function writeFrame(sink: { write(chunk: string): unknown; flush(): unknown }, frame: string): boolean

@@ -31,9 +31,17 @@ export const {
   createTransport,
   disconnectServer,
   listTools,
+  mergeMCPHeaders,
   parseMCPToolName,
   parseSSE,
+  redactUrlForLog,
+  resolveSSEConnectTimeoutMs,
+  resolveSubscriptionPostAction,
   serverSupportsTools,
+  setGeneratedHeader,
+  sortMCPToolsByName,
   toJsonRpcError,
+  withoutHeader,
+  writeFrame,
 } = binding;
 export default binding;

@@ -1,4 +1,5 @@
-// SPEC-AGENT18 A1 and A3: the agent's constants and toJsonRpcError, as v18 exports them.
+// SPEC-AGENT18 A1, A3, A4, A16, A20, A24, A30: the agent's constants and pure helpers, as v18
+// exports them.
 import { describe, expect, it } from "vitest";
 import { native } from "./helpers";
 
@@ -29,5 +30,88 @@ describe("A3 toJsonRpcError", () => {
     for (const other of [{ code: 7 }, { message: "m" }, { code: "7", message: "m" }, "text", 42, null, undefined]) {
       expect(native.toJsonRpcError(other)).toEqual({ code: -32603, message: "Internal error" });
     }
+  });
+});
+
+describe("A4 redactUrlForLog", () => {
+  it("A4: values of key/token/secret/auth parameters become [redacted]; text that is not a URL loses its query", () => {
+    expect(native.redactUrlForLog("https://api.example/mcp?apiKey=abc&q=x y&ACCESS_TOKEN=t&Authorization=z&page=2")).toBe(
+      "https://api.example/mcp?apiKey=%5Bredacted%5D&q=x+y&ACCESS_TOKEN=%5Bredacted%5D&Authorization=%5Bredacted%5D&page=2",
+    );
+    // Compared with what URLSearchParams writes, as the agent's would.
+    const url = new URL("https://api.example/mcp?client_secret=1&x=2");
+    url.searchParams.set("client_secret", "[redacted]");
+    expect(native.redactUrlForLog("https://api.example/mcp?client_secret=1&x=2")).toBe(url.toString());
+    expect(native.redactUrlForLog("https://api.example/mcp?page=2")).toBe("https://api.example/mcp?page=2");
+    expect(native.redactUrlForLog("no url here?token=secret")).toBe("no url here");
+  });
+});
+
+describe("A16 writeFrame", () => {
+  it("A16: writes then flushes; false when either throws, no flush after a failed write; rejections are swallowed", async () => {
+    const calls: string[] = [];
+    const sink = (write: () => unknown, flush: () => unknown) => ({
+      write: (chunk: string) => (calls.push(`write ${chunk}`), write()),
+      flush: () => (calls.push("flush"), flush()),
+    });
+    expect(native.writeFrame(sink(() => 5, () => undefined), "a\n")).toBe(true);
+    expect(calls.splice(0)).toEqual(["write a\n", "flush"]);
+    expect(native.writeFrame(sink(() => { throw new Error("EPIPE"); }, () => undefined), "b\n")).toBe(false);
+    expect(calls.splice(0)).toEqual(["write b\n"]);
+    expect(native.writeFrame(sink(() => undefined, () => { throw new Error("closed"); }), "c\n")).toBe(false);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      expect(native.writeFrame(sink(() => Promise.reject(new Error("w")), () => Promise.reject(new Error("f"))), "d\n")).toBe(true);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+    expect(native.writeFrame({} as any, "e\n")).toBe(false);
+  });
+});
+
+describe("A24 header policy", () => {
+  it("A24: mergeMCPHeaders: configured minus the generated names in any case, then generated, in a new object", () => {
+    const generated = { "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25" };
+    const configured = { "content-type": "text/plain", "X-Team": "a", "mcp-protocol-version": "1999-01-01" };
+    const merged = native.mergeMCPHeaders({ generated, configured });
+    expect(merged).toEqual({ "X-Team": "a", "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25" });
+    expect(Object.keys(merged)).toEqual(["X-Team", "Content-Type", "MCP-Protocol-Version"]);
+    expect(merged).not.toBe(generated);
+    expect(native.mergeMCPHeaders({ generated })).toEqual(generated);
+  });
+
+  it("A24: setGeneratedHeader replaces every case variant in place; withoutHeader copies only when there is one", () => {
+    const headers: Record<string, string> = { authorization: "old", AUTHORIZATION: "older", Accept: "x" };
+    expect(native.setGeneratedHeader(headers, "Authorization", "Bearer t")).toBeUndefined();
+    expect(headers).toEqual({ Accept: "x", Authorization: "Bearer t" });
+    expect(native.withoutHeader(headers, "x-none")).toBe(headers);
+    const without = native.withoutHeader(headers, "ACCEPT");
+    expect(without).toEqual({ Authorization: "Bearer t" });
+    expect(headers).toEqual({ Accept: "x", Authorization: "Bearer t" });
+    expect(native.withoutHeader(undefined, "Accept")).toBeUndefined();
+  });
+});
+
+describe("A30 manager helpers and A20's listener timeout", () => {
+  it("A30: sortMCPToolsByName sorts in place in UTF-16 order, stable, and returns the same array", () => {
+    const tools = [{ name: "b" }, { name: "B" }, { name: "a", n: 1 }, { name: "\u{1F600}" }, { name: "\uFF5E" }, { name: "a", n: 2 }];
+    const expected = [...tools].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+    expect(native.sortMCPToolsByName(tools)).toBe(tools);
+    expect(tools).toEqual(expected);
+    expect(tools.map((t: any) => t.n ?? t.name)).toEqual(["B", 1, 2, "b", "\u{1F600}", "\uFF5E"]);
+  });
+
+  it("A30: resolveSubscriptionPostAction: off → rollback, another epoch → ignore, else apply", () => {
+    expect(native.resolveSubscriptionPostAction(false, 1, 1)).toBe("rollback");
+    expect(native.resolveSubscriptionPostAction(true, 2, 1)).toBe("ignore");
+    expect(native.resolveSubscriptionPostAction(true, 3, 3)).toBe("apply");
+  });
+
+  it("A20: resolveSSEConnectTimeoutMs: 0 when off, else a quarter of the timeout within 1 and 1000 ms", () => {
+    expect([0, 2, 10, 1001, 30000].map(native.resolveSSEConnectTimeoutMs)).toEqual([0, 1, 2, 250, 1000]);
   });
 });

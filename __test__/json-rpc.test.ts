@@ -1,4 +1,4 @@
-// SPEC §7: parseSSE (J1) and callMCP (J2, W8, W9).
+// SPEC §7: parseSSE (J1, revised by SPEC-AGENT18 A5) and callMCP (J2, W8, W9, A6).
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -28,8 +28,10 @@ describe("J1 parseSSE", () => {
     expect(native.parseSSE("")).toBe(null);
   });
 
-  it("J1: a data line that is not JSON throws", () => {
-    expect(() => native.parseSSE("data: {oops\n")).toThrow(SyntaxError);
+  it("J1/A5: a data line that is not JSON is skipped (keep-alives), not thrown", () => {
+    expect(native.parseSSE('data: {oops\ndata: keep-alive\ndata: {"d":4}\n')).toEqual({ d: 4 });
+    expect(native.parseSSE("data: {oops\n")).toBe(null);
+    expect(native.parseSSE('data: {oops\n\n{"whole":1}')).toBe(null);
   });
 });
 
@@ -65,10 +67,30 @@ describe("J2 callMCP", () => {
     expect(logged[0][0]).toContain("MCP request failed: 500");
   });
 
-  it("J2: an unparseable body rejects 'Failed to parse MCP response'; a bad data line rejects with SyntaxError", async () => {
+  it("J2: an unparseable body rejects 'Failed to parse MCP response', a body whose only data line is not JSON too (A5)", async () => {
     const f = await fixture();
     await expect(native.callMCP(f.url, "plain/text")).rejects.toThrow(/^Failed to parse MCP response$/);
-    await expect(native.callMCP(f.url, "sse/invalid")).rejects.toBeInstanceOf(SyntaxError);
+    await expect(native.callMCP(f.url, "sse/invalid")).rejects.toThrow(/^Failed to parse MCP response$/);
+  });
+
+  it("A6: options.signal aborts the call with its reason; logged URLs have their secrets redacted (A4)", async () => {
+    const server = createServer(() => {});
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise((r) => (server.closeAllConnections(), server.close(r))));
+    const { port } = server.address() as AddressInfo;
+    const controller = new AbortController();
+    const logged: any[][] = [];
+    const calling = native.callMCP(`http://127.0.0.1:${port}/mcp?api_key=s3cret&page=2`, "ping", {}, {
+      signal: controller.signal,
+      logger: { error: (...args: unknown[]) => logged.push(args) },
+    });
+    setTimeout(() => controller.abort(new Error("user pressed Escape")), 50);
+    await expect(calling).rejects.toThrow("user pressed Escape");
+    expect(logged[0][1].url).toBe(`http://127.0.0.1:${port}/mcp?api_key=%5Bredacted%5D&page=2`);
+    expect(JSON.stringify(logged)).not.toContain("s3cret");
+    // Already aborted: rejects at once.
+    await expect(native.callMCP(`http://127.0.0.1:${port}/`, "ping", {}, { signal: AbortSignal.abort(new Error("early")) })).rejects.toThrow("early");
+    await expect(native.callMCP(`http://127.0.0.1:${port}/`, "ping", {}, { signal: 7 as any })).rejects.toBeInstanceOf(TypeError);
   });
 
   it("J2/W8: connection refused names ECONNREFUSED; bad arguments are TypeErrors", async () => {

@@ -16,6 +16,7 @@ pub mod manager;
 pub mod oauth;
 pub mod persist;
 pub mod protocol;
+pub mod redaction;
 pub mod runtime;
 pub mod session;
 pub mod sys;

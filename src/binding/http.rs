@@ -192,6 +192,13 @@ impl JsHttpTransport {
   }
 }
 
+/// A20: how long `startSSEListener()` waits for the GET's answer, from the request timeout
+/// in ms: 0 when that is off, else a quarter of it, between 1 ms and 1000 ms.
+#[napi(js_name = "resolveSSEConnectTimeoutMs")]
+pub fn resolve_sse_connect_timeout_ms(timeout: f64) -> f64 {
+  crate::config::sse_connect_timeout_ms(timeout)
+}
+
 /// `new HttpTransport(config)` + `connect()`. Never throws: a bad config rejects with a
 /// TypeError (E2).
 #[napi(

@@ -10,19 +10,20 @@ use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::transport_class::{finish, thrown};
-use crate::client::call_mcp::envelope;
+use crate::client::call_mcp::{bounded, envelope};
 use crate::host::Values;
 use crate::protocol::{message, parse_sse};
 use crate::transport::one_shot;
 
 /// J1 with V8's `JSON.parse` and JS truthiness.
-fn parse_sse_value(js: Js, text: &str) -> Result<Value, Thrown> {
-  let value = parse_sse::parse_sse(text, |data| js.json_parse(data), |v| js.truthy(*v))?;
-  Ok(value.unwrap_or_else(|| js.null()))
+fn parse_sse_value(js: Js, text: &str) -> Value {
+  let value = parse_sse::parse_sse(text, |data| js.json_parse(data), |v| js.truthy(*v));
+  value.unwrap_or_else(|| js.null())
 }
 
-/// Parses an MCP answer that may be an SSE stream or plain JSON (J1). Throws when a `data:`
-/// line is not JSON.
+/// Parses an MCP answer that may be an SSE stream or plain JSON (J1): the first truthy JSON
+/// value of a `data: ` line (lines that are not JSON are skipped, A5), else the whole text
+/// as JSON, else `null`.
 #[napi(
   js_name = "parseSSE",
   ts_args_type = "text: string",
@@ -34,9 +35,7 @@ pub fn parse_sse(env: Env, text: JsArg) -> napi::Result<JsRaw> {
     let error = js_error::type_error(js, "The \"text\" argument must be a string");
     return Err(thrown(js, Thrown(error)));
   };
-  parse_sse_value(js, &text)
-    .map(JsRaw)
-    .map_err(|t| thrown(js, t))
+  Ok(JsRaw(parse_sse_value(js, &text)))
 }
 
 /// W9: failures are also reported to `options.logger.error`, when given.
@@ -44,18 +43,20 @@ fn log_failure(js: Js, logger: Value, message: &str, url: &str, method: &str) {
   let Some(error) = js.get(logger, "error").ok().filter(|f| js.is_function(*f)) else {
     return;
   };
+  let url = crate::redaction::redact_url_for_log(url);
   let context = js
     .json_parse(&serde_json::json!({ "url": url, "method": method, "error": message }).to_string());
   let context = context.unwrap_or_else(|_| js.undefined());
   let _ = js.call(error, logger, &[js.string(message), context]);
 }
 
-/// J2: one JSON-RPC request by POST (no session, no timeout); resolves with the whole
-/// envelope `{jsonrpc, id, result?, error?}`.
+/// J2: one JSON-RPC request by POST (no session); resolves with the whole envelope
+/// `{jsonrpc, id, result?, error?}`. A6: `options.signal` aborts it; without one it gives up
+/// after 60 s (an Error named `TimeoutError`).
 #[napi(
   js_name = "callMCP",
   ts_generic_types = "T = unknown",
-  ts_args_type = "url: string, method: string, params?: Record<string, unknown>, options?: { logger?: { error?: (message: string, context?: Record<string, unknown>) => void } }",
+  ts_args_type = "url: string, method: string, params?: Record<string, unknown>, options?: CallMcpOptions",
   ts_return_type = "Promise<JsonRpcResponse<T>>"
 )]
 pub fn call_mcp(
@@ -89,6 +90,10 @@ pub fn call_mcp(
     Err(ParamsError::Type(message)) => return invalid(message),
     Err(ParamsError::Thrown(e)) => return js.rejected(e).map(JsRaw).map_err(|t| thrown(js, t)),
   };
+  let signal = match args::signal(js, options.map(|o| o.0)) {
+    Ok(signal) => signal,
+    Err(message) => return invalid(message),
+  };
   let logger = options
     .map(|o| o.0)
     .filter(|o| js.type_of(*o) == napi::sys::ValueType::napi_object)
@@ -98,19 +103,31 @@ pub fn call_mcp(
   let frame = message::request_frame(id, &method, params.as_deref());
   let host = JsHost::new(js);
   let logger = logger.map(|l| host.hold(l));
+  let signal = signal.map(|s| host.hold(s));
   let answering = executor::on_runtime(js, one_shot::post(parsed_url, frame));
   let calling = async move {
-    let outcome = match answering.await {
-      None => Err(host.error("The async runtime could not start")),
-      Some(Err(error)) => Err(host.hold(js_error::to_js(js, &error))),
-      Some(Ok(answer)) => envelope(&host, &answer),
+    let answered = async {
+      match answering.await {
+        None => Err(host.error("The async runtime could not start")),
+        Some(Err(error)) => Err(host.hold(js_error::to_js(js, &error))),
+        Some(Ok(answer)) => envelope(&host, &answer),
+      }
     };
+    let outcome = bounded(&host, signal.as_ref(), answered).await;
     if let (Err(error), Some(logger)) = (&outcome, &logger) {
       log_failure(js, logger.get(js), &host.message(error), &url_text, &method);
     }
     outcome
   };
   finish(js, executor::promise(js, calling))
+}
+
+/// A4: `url` for a log line: the values of query parameters whose name matches
+/// `/key|token|secret|auth/i` become `[redacted]`; text that is not a URL keeps only what
+/// precedes its `?`.
+#[napi(js_name = "redactUrlForLog")]
+pub fn redact_url_for_log(url: String) -> String {
+  crate::redaction::redact_url_for_log(&url)
 }
 
 /// A1: the protocol version the agent offers.

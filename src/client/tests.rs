@@ -739,3 +739,36 @@ async fn p1_an_unsupported_version_fails_the_connect_and_closes_the_transport() 
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a6_call_mcp_gives_up_after_60_s_without_a_signal_and_on_the_callers_abort() {
+  local(async {
+    let host = FakeHost::new();
+    let started = Instant::now();
+    let never = std::future::pending::<Result<V, V>>();
+    let Err(timeout) = super::call_mcp::bounded(&host, None, never).await else {
+      panic!("a call that never answers gave up");
+    };
+    assert_eq!(
+      timeout.message(),
+      "The operation was aborted due to timeout"
+    );
+    assert_eq!(started.elapsed(), super::call_mcp::DEADLINE);
+    // With a signal there is no deadline: only its abort ends the wait, with its reason.
+    let (controller, signal_value) = signal();
+    let waiting = super::call_mcp::bounded(
+      &host,
+      Some(&signal_value),
+      std::future::pending::<Result<V, V>>(),
+    );
+    let aborting = async {
+      tokio::time::sleep(ms(120_000)).await;
+      controller.abort(error("stop"));
+    };
+    let (outcome, ()) = futures::join!(waiting, aborting);
+    assert_eq!(outcome.err().map(|e| e.message()).as_deref(), Some("stop"));
+    let answered = super::call_mcp::bounded(&host, None, async { Ok(v(json!({"ok": 1}))) }).await;
+    assert!(answered.is_ok());
+  })
+  .await;
+}

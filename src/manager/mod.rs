@@ -16,9 +16,11 @@ mod gate;
 pub mod host;
 mod lifecycle;
 pub mod naming;
+pub mod ordering;
 mod prepare;
 mod reconnect;
 mod state;
+pub mod subscription_epoch;
 #[cfg(test)]
 pub(crate) mod test_dir;
 #[cfg(test)]

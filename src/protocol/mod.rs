@@ -1,5 +1,6 @@
 //! Pure JSON-RPC 2.0 logic: framing, message classification, outgoing frames.
 pub mod framing;
+pub mod header_policy;
 pub mod headers;
 pub mod line_region;
 pub mod line_scan;

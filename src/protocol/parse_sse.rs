@@ -11,23 +11,18 @@ pub fn data_payloads(text: &str) -> impl Iterator<Item = &str> {
     .filter(|data| *data != "[DONE]")
 }
 
-/// J1: the first truthy value parsed from a `data: ` payload, else `text` parsed whole, else
+/// J1 (revised by A5): the first truthy value parsed from a `data: ` payload (payloads that
+/// are not JSON, keep-alives and the like, are skipped), else `text` parsed whole, else
 /// `None` (JS `null`).
-///
-/// # Errors
-/// The error of the first `data: ` payload that does not parse: J1 throws it.
 pub fn parse_sse<V, E>(
   text: &str,
   mut parse: impl FnMut(&str) -> Result<V, E>,
   truthy: impl Fn(&V) -> bool,
-) -> Result<Option<V>, E> {
-  for data in data_payloads(text) {
-    let value = parse(data)?;
-    if truthy(&value) {
-      return Ok(Some(value));
-    }
-  }
-  Ok(parse(text).ok())
+) -> Option<V> {
+  data_payloads(text)
+    .filter_map(|data| parse(data).ok())
+    .find(|value| truthy(value))
+    .or_else(|| parse(text).ok())
 }
 
 /// `String.prototype.trim`. ECMAScript's WhiteSpace and LineTerminator differ from Unicode's
@@ -41,11 +36,11 @@ mod tests {
   use super::*;
   use serde_json::Value;
 
-  fn parse(text: &str) -> Result<Option<Value>, ()> {
+  fn parse(text: &str) -> Option<Value> {
     let truthy = |v: &Value| !matches!(v, Value::Null | Value::Bool(false));
     parse_sse(
       text,
-      |data| serde_json::from_str(data).map_err(drop),
+      |data| serde_json::from_str::<Value>(data).map_err(drop),
       truthy,
     )
   }
@@ -53,13 +48,18 @@ mod tests {
   #[test]
   fn the_first_truthy_data_value_wins_and_done_is_skipped() {
     let text = "event: message\ndata: [DONE]\ndata: null\ndata:  {\"c\":3}  \r\ndata: 4\n";
-    assert_eq!(parse(text), Ok(Some(serde_json::json!({"c": 3}))));
-    assert_eq!(parse("data:{\"a\":1}\n"), Ok(None));
+    assert_eq!(parse(text), Some(serde_json::json!({"c": 3})));
+    assert_eq!(parse("data:{\"a\":1}\n"), None);
     assert_eq!(
       parse("{\"whole\":true}"),
-      Ok(Some(serde_json::json!({"whole": true})))
+      Some(serde_json::json!({"whole": true}))
     );
-    assert_eq!(parse("data: {oops\n"), Err(()));
+    // A5: a payload that is not JSON is skipped, not thrown.
+    assert_eq!(
+      parse("data: {oops\ndata: keep-alive\ndata: {\"d\":4}\n"),
+      Some(serde_json::json!({"d": 4}))
+    );
+    assert_eq!(parse("data: {oops\n"), None);
   }
 
   #[test]
@@ -68,11 +68,14 @@ mod tests {
     // U+0085, where JS `trim()` does the opposite.
     assert_eq!(js_trim("\u{FEFF}\u{A0}\u{2028} x \u{3000}\u{FEFF}"), "x");
     assert_eq!(js_trim("\u{85}x\u{85}"), "\u{85}x\u{85}");
-    assert_eq!(parse("data: [DONE]\u{FEFF}\n"), Ok(None));
+    assert_eq!(parse("data: [DONE]\u{FEFF}\n"), None);
     assert_eq!(
       parse("data: \u{FEFF}{\"a\":1}\n"),
-      Ok(Some(serde_json::json!({"a": 1})))
+      Some(serde_json::json!({"a": 1}))
     );
-    assert_eq!(parse("data: 1\u{85}\n"), Err(()));
+    assert_eq!(
+      parse("data: 1\u{85}\ndata: 2\n"),
+      Some(serde_json::json!(2))
+    );
   }
 }

@@ -10,6 +10,8 @@ use crate::binding::host::call_method;
 use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::transport_class::finish;
 use crate::manager::naming::{create_mcp_tool_name, parse_mcp_tool_name};
+use crate::manager::ordering::js_string_order;
+use crate::manager::subscription_epoch::post_action;
 use crate::manager::tools::{default_tools, execute};
 
 fn factory(host: &JsManagerHost) -> Option<Value> {
@@ -176,4 +178,52 @@ pub fn parse_tool_name(env: Env, name: JsArg) -> napi::Result<JsRaw> {
     Ok(parsed)
   })();
   finish(js, result)
+}
+
+/// A30: sorts tools by `name` in place, in JS string order; the same array back.
+#[napi(
+  js_name = "sortMCPToolsByName",
+  ts_generic_types = "T extends { name: string }",
+  ts_args_type = "tools: T[]",
+  ts_return_type = "T[]"
+)]
+pub fn sort_tools_by_name(env: Env, tools: JsArg) -> napi::Result<JsRaw> {
+  let js = Js::new(env.raw());
+  let sorted = (|| {
+    if !js.is_array(tools.0) {
+      return Ok(tools.0);
+    }
+    let mut named = (0..js.array_length(tools.0))
+      .map(|i| {
+        let tool = js.element(tools.0, i)?;
+        let name = if js.is_record(tool) {
+          js.get(tool, "name").map(|n| js.display(n))?
+        } else {
+          js.display(tool)
+        };
+        Ok((name, tool))
+      })
+      .collect::<Result<Vec<_>, Thrown>>()?;
+    // Stable, as `Array.prototype.sort` is.
+    named.sort_by(|a, b| js_string_order(&a.0, &b.0));
+    for (i, (_, tool)) in named.into_iter().enumerate() {
+      js.set_element(tools.0, i as u32, tool)?;
+    }
+    Ok(tools.0)
+  })();
+  finish(js, sorted)
+}
+
+/// A30: what to do with a resource subscription once its request settles: `"rollback"`
+/// when notifications are off, `"ignore"` when a later epoch owns them, else `"apply"`.
+#[napi(
+  js_name = "resolveSubscriptionPostAction",
+  ts_return_type = "\"rollback\" | \"ignore\" | \"apply\""
+)]
+pub fn resolve_subscription_post_action(
+  enabled: bool,
+  current_epoch: f64,
+  subscription_epoch: f64,
+) -> &'static str {
+  post_action(enabled, current_epoch, subscription_epoch).as_str()
 }

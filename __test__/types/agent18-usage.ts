@@ -1,0 +1,52 @@
+// SPEC-AGENT18: what the v18 agent's modules use of mcp-native so far, as they write it.
+// Compiled, never run.
+import {
+  callMCP,
+  mergeMCPHeaders,
+  redactUrlForLog,
+  resolveSSEConnectTimeoutMs,
+  resolveSubscriptionPostAction,
+  setGeneratedHeader,
+  sortMCPToolsByName,
+  withoutHeader,
+  writeFrame,
+  type CallMcpOptions,
+  type MCPAuthChallenge,
+  type MCPConfigFile,
+  type MCPGetPromptParams,
+  type MCPPromptMessage,
+  type MCPRequestIdFormat,
+  type MCPResourceReadResult,
+  type MCPResourcesListResult,
+  type MCPServerConnection,
+  type MCPStdioServerConfig,
+  type MCPToolDefinition,
+  type MCPTransport,
+} from "../../index.js";
+
+export async function helpers(url: string, signal: AbortSignal, tools: MCPToolDefinition[]) {
+  const options: CallMcpOptions = { signal, logger: { error: (message) => void message } };
+  const envelope = await callMCP<{ tools: MCPToolDefinition[] }>(url, "tools/list", {}, options);
+  const listed: MCPToolDefinition[] = sortMCPToolsByName(envelope.result?.tools ?? tools);
+  const action: "rollback" | "ignore" | "apply" = resolveSubscriptionPostAction(true, 2, 2);
+  const headers = mergeMCPHeaders({ generated: { Accept: "application/json" }, configured: { "X-Team": "a" } });
+  setGeneratedHeader(headers, "Authorization", "Bearer token");
+  const trimmed: Record<string, string> | undefined = withoutHeader(headers as Record<string, string> | undefined, "accept");
+  const wrote: boolean = writeFrame({ write: (chunk: string) => chunk.length, flush: () => undefined }, "{}\n");
+  const wait: number = resolveSSEConnectTimeoutMs(30_000);
+  return { listed, action, trimmed, wrote, wait, logged: redactUrlForLog(url) };
+}
+
+export function types(connection: MCPServerConnection, transport: MCPTransport) {
+  const format: MCPRequestIdFormat = "string";
+  const config: MCPStdioServerConfig = { command: "srv", requestIdFormat: format, envPolicy: "literal", auth: { type: "oauth", tokenUrl: "https://a/token", clientId: "c" } };
+  const file: MCPConfigFile = { $schema: "x", mcpServers: { srv: config }, enabledServers: ["srv"] };
+  const challenge: MCPAuthChallenge = { wwwAuthenticate: ["Bearer"] };
+  const read: MCPResourceReadResult = { contents: [{ uri: "file:///a", text: "a" }] };
+  const page: MCPResourcesListResult = { resources: connection.resources ?? [], nextCursor: undefined };
+  const message: MCPPromptMessage = { role: "user", content: [{ type: "text", text: "hi" }] };
+  const params: MCPGetPromptParams = { name: "p", arguments: { who: "x" } };
+  transport.setProtocolVersion?.("2025-11-25");
+  const prompts = connection.prompts?.map((p) => p.name) ?? [];
+  return { file, challenge, read, page, message, params, prompts, templates: connection.resourceTemplates };
+}
