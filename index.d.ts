@@ -975,6 +975,24 @@ export declare function createTransport(config: MCPServerConfig): Promise<MCPTra
 /** C4: closes the connection's transport. */
 export declare function disconnectServer(connection: MCPServerConnection): Promise<void>
 
+/** `prompts/get {name}`, with `arguments` (the caller's object) when it has any. */
+export declare function getPrompt(connection: MCPServerConnection, name: string, args?: Record<string, string>, options?: MCPRequestOptions): Promise<MCPGetPromptResult>
+
+/** As `listResources`, for `prompts/list` (kept in `connection.prompts`). */
+export declare function listPrompts(connection: MCPServerConnection, options?: MCPRequestOptions): Promise<MCPPrompt[]>
+
+/**
+ * `[]` without the resources capability; `connection.resources` when already listed; else
+ * every page of `resources/list`, kept in `connection.resources`.
+ */
+export declare function listResources(connection: MCPServerConnection, options?: MCPRequestOptions): Promise<MCPResource[]>
+
+/**
+ * As `listResources`, for `resources/templates/list` (kept in
+ * `connection.resourceTemplates`); a server without the method has none.
+ */
+export declare function listResourceTemplates(connection: MCPServerConnection, options?: MCPRequestOptions): Promise<MCPResourceTemplate[]>
+
 /**
  * C2: `[]` without the tools capability; `connection.tools` when already listed; else
  * every page of `tools/list`, stored in `connection.tools`.
@@ -1008,6 +1026,9 @@ export declare function mergeMCPHeaders(headers: { generated: Record<string, str
  */
 export declare function parseSSE(text: string): unknown
 
+/** `resources/read {uri}`. */
+export declare function readResource(connection: MCPServerConnection, uri: string, options?: MCPRequestOptions): Promise<MCPReadResourceResult>
+
 /**
  * A4: `url` for a log line: the values of query parameters whose name matches
  * `/key|token|secret|auth/i` become `[redacted]`; text that is not a URL keeps only what
@@ -1027,6 +1048,15 @@ export declare function resolveSSEConnectTimeoutMs(timeout: number): number
  */
 export declare function resolveSubscriptionPostAction(enabled: boolean, currentEpoch: number, subscriptionEpoch: number): "rollback" | "ignore" | "apply"
 
+/** A28: `capabilities.prompts !== undefined`. */
+export declare function serverSupportsPrompts(capabilities: MCPServerCapabilities): boolean
+
+/** A28: `capabilities.resources !== undefined`. */
+export declare function serverSupportsResources(capabilities: MCPServerCapabilities): boolean
+
+/** A28: `capabilities.resources?.subscribe === true`. */
+export declare function serverSupportsResourceSubscriptions(capabilities: MCPServerCapabilities): boolean
+
 /** C4: `capabilities.tools !== undefined`. */
 export declare function serverSupportsTools(capabilities: MCPServerCapabilities): boolean
 
@@ -1036,8 +1066,18 @@ export declare function setGeneratedHeader(headers: Record<string, string>, name
 /** A30: sorts tools by `name` in place, in JS string order; the same array back. */
 export declare function sortMCPToolsByName<T extends { name: string }>(tools: T[]): T[]
 
+/**
+ * A28: `resources/subscribe` for each URI at once (in the stateless era, a subscription
+ * listing them); nothing without URIs or `capabilities.resources.subscribe`. Failures go to
+ * `options.logger.warn`; it never rejects.
+ */
+export declare function subscribeToResources(connection: MCPServerConnection, uris: string[], options?: MCPRequestOptions & { logger?: MCPLogger }): Promise<void>
+
 /** A3: a thrown value as a JSON-RPC error object `{code, message}`. */
 export declare function toJsonRpcError(error: unknown): { code: number; message: string }
+
+/** A28: `resources/unsubscribe`, as `subscribeToResources` does it. */
+export declare function unsubscribeFromResources(connection: MCPServerConnection, uris: string[], options?: MCPRequestOptions & { logger?: MCPLogger }): Promise<void>
 
 /** `headers` itself when it has no header `name` (in any case), else a copy without it. */
 export declare function withoutHeader<T extends Record<string, string> | undefined>(headers: T, name: string): T

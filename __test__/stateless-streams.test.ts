@@ -69,6 +69,18 @@ describe("N3/N6/N7 the stateless era over stdio", () => {
     expect(ended).toBe(true);
   });
 
+  it("N7/A28: subscribeToResources opens a subscription for the URIs (no resources/subscribe in this era)", async () => {
+    const client = await connect(statelessStdio);
+    const seen: string[] = [];
+    client.connection.transport.onNotification = (method: string, params: any) => seen.push(`${method} ${params.uri ?? ""}`.trim());
+    await native.subscribeToResources(client.connection, ["fixture://r/1"]);
+    await client.callTool("announce_changes", { uri: "fixture://r/1" });
+    expect(seen).toContain("notifications/resources/updated fixture://r/1");
+    const received = await history(client.connection.transport as any);
+    expect(received.some((m: any) => m.method === "resources/subscribe")).toBe(false);
+    expect(received.filter((m: any) => m.method === "subscriptions/listen").at(-1).params.notifications).toEqual({ resourceSubscriptions: ["fixture://r/1"] });
+  });
+
   it("N6: an input-required result over stdio is fulfilled by the elicitation handler and retried", async () => {
     const asked: string[] = [];
     const client = await connect(statelessStdio, {

@@ -2,6 +2,16 @@
 // Compiled, never run.
 import {
   callMCP,
+  getPrompt,
+  listPrompts,
+  listResources,
+  listResourceTemplates,
+  readResource,
+  serverSupportsPrompts,
+  serverSupportsResources,
+  serverSupportsResourceSubscriptions,
+  subscribeToResources,
+  unsubscribeFromResources,
   mergeMCPHeaders,
   redactUrlForLog,
   resolveSSEConnectTimeoutMs,
@@ -49,4 +59,16 @@ export function types(connection: MCPServerConnection, transport: MCPTransport) 
   transport.setProtocolVersion?.("2025-11-25");
   const prompts = connection.prompts?.map((p) => p.name) ?? [];
   return { file, challenge, read, page, message, params, prompts, templates: connection.resourceTemplates };
+}
+
+export async function resources(connection: MCPServerConnection, logger: { warn?: (message: string) => void }) {
+  if (!serverSupportsResources(connection.capabilities) || !serverSupportsPrompts(connection.capabilities)) return;
+  const [listed, templates, prompts] = await Promise.all([listResources(connection), listResourceTemplates(connection), listPrompts(connection)]);
+  const read: MCPResourceReadResult = await readResource(connection, listed[0].uri);
+  const prompt = await getPrompt(connection, prompts[0].name, { who: "x" });
+  if (serverSupportsResourceSubscriptions(connection.capabilities)) {
+    await subscribeToResources(connection, [listed[0].uri], { logger });
+    await unsubscribeFromResources(connection, [listed[0].uri]);
+  }
+  return { templates, read, prompt: prompt.messages.length };
 }

@@ -168,7 +168,7 @@ pub fn connect_to_server(
   finish(js, result)
 }
 
-fn optional(js: Js, value: Option<JsArg>) -> Option<Held> {
+pub(crate) fn optional(js: Js, value: Option<JsArg>) -> Option<Held> {
   value
     .map(|v| v.0)
     .filter(|v| !js.is_nullish(*v))

@@ -10,6 +10,7 @@ use super::host::JsHost;
 use super::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::transport_class::{finish, thrown};
+use crate::client::resources::{self, Listing};
 use crate::client::{self, connection_transport};
 use crate::host::Values;
 
@@ -48,35 +49,18 @@ impl JsMcpClient {
       .map(|(key, value)| (key, host.hold(value)))
       .collect();
     executor::promise(js, async move {
-      let transport = connection_transport(&host, &connection)?;
       let params = host.object(params)?;
-      // N6: a stateless-era prompt or resource may ask for input first.
-      let asks = matches!(method, "prompts/get" | "resources/read");
-      if asks && crate::client::input_required::is_stateless_connection(&host, &connection) {
-        return crate::client::input_required::request_fulfilled(
-          &host, &transport, method, params, options,
-        )
-        .await;
-      }
-      crate::host::Transports::request(&host, &transport, method, params, options).await
+      crate::client::resources::request(&host, &connection, method, params, options).await
     })
   }
 
-  /// Every item under `key` of every page of `method`.
-  fn list(
-    &self,
-    js: Js,
-    method: &'static str,
-    key: &'static str,
-    options: Option<JsArg>,
-  ) -> Result<Value, Thrown> {
+  /// A27: every page of a listing, kept on the connection until a `list_changed` says
+  /// otherwise.
+  fn list(&self, js: Js, listing: Listing, options: Option<JsArg>) -> Result<Value, Thrown> {
     let host = self.host();
     let connection = self.connection.clone();
     let options = Self::options(js, options);
-    executor::promise(js, async move {
-      let transport = connection_transport(&host, &connection)?;
-      client::paginate(&host, &transport, method, key, options).await
-    })
+    executor::promise(js, resources::list(host, connection, listing, options))
   }
 
   fn transport(&self, js: Js) -> Option<Value> {
@@ -194,7 +178,7 @@ impl JsMcpClient {
   )]
   pub fn list_resources(&self, env: Env, options: Option<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    finish(js, self.list(js, "resources/list", "resources", options))
+    finish(js, self.list(js, Listing::Resources, options))
   }
 
   /// Every template of every `resources/templates/list` page.
@@ -204,10 +188,7 @@ impl JsMcpClient {
   )]
   pub fn list_resource_templates(&self, env: Env, options: Option<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    finish(
-      js,
-      self.list(js, "resources/templates/list", "resourceTemplates", options),
-    )
+    finish(js, self.list(js, Listing::ResourceTemplates, options))
   }
 
   /// `resources/read {uri}`.
@@ -234,7 +215,7 @@ impl JsMcpClient {
   )]
   pub fn list_prompts(&self, env: Env, options: Option<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    finish(js, self.list(js, "prompts/list", "prompts", options))
+    finish(js, self.list(js, Listing::Prompts, options))
   }
 
   /// `prompts/get {name, arguments}`.

@@ -15,6 +15,7 @@ mod json_rpc;
 mod manager;
 mod mcp_client;
 pub(crate) mod pump;
+mod resources;
 mod stdio;
 mod token_store;
 pub(crate) mod transport_class;

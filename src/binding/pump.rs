@@ -309,12 +309,15 @@ impl JsSide {
 
   /// P6: a list_changed notification drops the list cached on the connection.
   fn forget_stale_list(&self, method: &str) {
-    let Some(field) = crate::client::stale_list(method) else {
+    let fields = crate::client::stale_list(method);
+    if fields.is_empty() {
       return;
-    };
+    }
     let js = Js::new(self.env);
     if let Some(connection) = self.connection.and_then(|c| js.ref_value(c)) {
-      js.delete(connection, field);
+      for field in fields {
+        js.delete(connection, field);
+      }
     }
   }
 

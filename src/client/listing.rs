@@ -144,12 +144,13 @@ pub async fn call_tool<H: Transports>(
     .await
 }
 
-/// P6: the list cached on a connection that a server notification makes stale.
-pub fn stale_list(method: &str) -> Option<&'static str> {
+/// P6: the lists cached on a connection that a server notification makes stale (a change
+/// of the resources may change their templates too).
+pub fn stale_list(method: &str) -> &'static [&'static str] {
   match method {
-    "notifications/tools/list_changed" => Some("tools"),
-    "notifications/resources/list_changed" => Some("resources"),
-    "notifications/prompts/list_changed" => Some("prompts"),
-    _ => None,
+    "notifications/tools/list_changed" => &["tools"],
+    "notifications/resources/list_changed" => &["resources", "resourceTemplates"],
+    "notifications/prompts/list_changed" => &["prompts"],
+    _ => &[],
   }
 }
