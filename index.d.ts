@@ -856,6 +856,11 @@ export declare class HttpTransport {
    * authorization code) is exchanged for tokens, which the provider's `saveTokens` gets.
    */
   finishAuth(callbackUrl: string): Promise<void>
+  /**
+   * A17: the negotiated protocol version, sent as `MCP-Protocol-Version` on everything
+   * after (whatever the version). Throws a TypeError for a value a header cannot carry.
+   */
+  setProtocolVersion(version: string): void
 }
 export type JsHttpTransport = HttpTransport
 

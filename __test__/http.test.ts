@@ -20,20 +20,39 @@ describe("H1/H2/H3 requests, headers, sessions", () => {
     await t.close();
   });
 
-  it("H2: POST with the exact headers; config headers come after the defaults and may override them", async () => {
+  it("H2/A17: POST with the exact headers; the generated ones win over configured ones whatever their case", async () => {
     const f = await fixture();
-    const t = await connect({ url: f.url, headers: { "X-Api-Key": "secret", Accept: "application/json, text/event-stream, */*" } });
+    const configured = { "X-Api-Key": "secret", accept: "*/*", "CONTENT-TYPE": "text/plain", "Mcp-Protocol-Version": "1999-01-01", "mcp-session-id": "forged" };
+    const t = await connect({ url: f.url, headers: configured });
     await t.request("json/echo", { a: 1 });
     const [{ headers, body }] = f.received;
     expect(headers["content-type"]).toBe("application/json");
-    expect(headers["accept"]).toBe("application/json, text/event-stream, */*");
+    expect(headers["accept"]).toBe("application/json, text/event-stream");
     expect(headers["x-api-key"]).toBe("secret");
     expect(headers["mcp-session-id"]).toBeUndefined();
     expect(headers["mcp-protocol-version"]).toBeUndefined();
     expect(body).toMatchObject({ jsonrpc: "2.0", method: "json/echo", params: { a: 1 } });
-    const t2 = await connect({ url: f.url });
-    await t2.request("json/echo");
-    expect(f.received[1].headers["accept"]).toBe("application/json, text/event-stream");
+    // A17: after setProtocolVersion every request names it, whatever the version.
+    t.setProtocolVersion("2024-11-05");
+    await t.request("json/echo");
+    await t.notify("notifications/initialized");
+    expect(f.received.slice(1).map((r) => r.headers["mcp-protocol-version"])).toEqual(["2024-11-05", "2024-11-05"]);
+    expect(() => t.setProtocolVersion("bad\nvalue")).toThrow(TypeError);
+  });
+
+  it("A21: close() unsets onClose after calling it once; a close of a transport that is not connected does nothing", async () => {
+    const f = await fixture();
+    const t = await connect({ url: f.url });
+    let closed = 0;
+    t.onClose = () => closed++;
+    await t.close();
+    expect(closed).toBe(1);
+    expect(t.onClose).toBeUndefined();
+    const again = () => closed++;
+    t.onClose = again;
+    await t.close();
+    expect(closed).toBe(1);
+    expect(t.onClose).toBe(again);
   });
 
   it("H3: the session id from initialize is sent on later requests, notifications and DELETE", async () => {

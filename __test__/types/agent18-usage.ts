@@ -21,6 +21,7 @@ import {
   withoutHeader,
   writeFrame,
   type CallMcpOptions,
+  type HttpTransport,
   type MCPAuthChallenge,
   type MCPConfigFile,
   type MCPGetPromptParams,
@@ -71,4 +72,8 @@ export async function resources(connection: MCPServerConnection, logger: { warn?
     await unsubscribeFromResources(connection, [listed[0].uri]);
   }
   return { templates, read, prompt: prompt.messages.length };
+}
+
+export function negotiated(transport: HttpTransport, version: string) {
+  transport.setProtocolVersion(version);
 }

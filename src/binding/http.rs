@@ -163,6 +163,24 @@ impl JsHttpTransport {
     super::transport_class::finish(js, result)
   }
 
+  /// A17: the negotiated protocol version, sent as `MCP-Protocol-Version` on everything
+  /// after (whatever the version). Throws a TypeError for a value a header cannot carry.
+  #[napi(js_name = "setProtocolVersion", ts_args_type = "version: string")]
+  pub fn set_protocol_version(&self, env: Env, version: JsArg) -> napi::Result<()> {
+    let js = Js::new(env.raw());
+    let accepted = js.rust_string(version.0).is_some_and(|v| {
+      self
+        .transport
+        .as_ref()
+        .is_none_or(|t| t.set_protocol_version(&v))
+    });
+    if accepted {
+      return Ok(());
+    }
+    let message = "The \"version\" argument must be a string a header can carry";
+    Err(thrown(js, Thrown(js_error::type_error(js, message))))
+  }
+
   /// O1: milliseconds the OAuth flow has waited for the user agent (the connect timeout
   /// leaves them out). Not part of the typed API.
   #[napi(js_name = "_userWaitMs", skip_typescript)]

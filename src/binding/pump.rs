@@ -696,7 +696,8 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
   }
 }
 
-/// `onClose` exactly once, then every `close()` promise resolves.
+/// `onClose` exactly once, then every `close()` promise resolves. A21: after a `close()`
+/// of the caller's, `onClose` is unset.
 fn fire_closed(js: Js, side: &Shared) {
   let (first, waiters, this_ref) = {
     let mut s = side.borrow_mut();
@@ -711,6 +712,11 @@ fn fire_closed(js: Js, side: &Shared) {
   if first {
     call_user(js, side, CallbackSlot::Close, &[]);
     side.borrow_mut().weaken_callbacks();
+    if !waiters.is_empty() {
+      side
+        .borrow_mut()
+        .set_callback(CallbackSlot::Close, js.undefined());
+    }
   }
   for waiter in waiters {
     js.resolve(waiter, js.undefined());

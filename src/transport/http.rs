@@ -86,6 +86,8 @@ struct Shared {
   reinitializing: tokio::sync::Mutex<()>,
   /// O2: the OAuth flow of `config.oauth`.
   auth: Option<Arc<Authorizer>>,
+  /// A17: the version `setProtocolVersion` named: sent on everything after, whatever it is.
+  announced_version: Mutex<Option<HeaderValue>>,
   runtime: Handle,
 }
 
@@ -151,6 +153,7 @@ impl HttpTransport {
       initialize_params: Mutex::new(None),
       reinitializing: tokio::sync::Mutex::new(()),
       auth,
+      announced_version: Mutex::new(None),
       runtime: runtime.clone(),
     });
     runtime.spawn(dispatch(outgoing, shared.clone(), Arc::downgrade(&session)));
@@ -177,6 +180,18 @@ impl HttpTransport {
   /// O1: the time requests have waited for the user agent in the OAuth flow.
   pub fn user_wait(&self) -> Duration {
     self.shared.user_wait()
+  }
+
+  /// A17: every request, notification and stream from now on names `version`; `false` for
+  /// a value a header cannot carry.
+  pub fn set_protocol_version(&self, version: &str) -> bool {
+    let Ok(value) = HeaderValue::from_str(version) else {
+      return false;
+    };
+    if let Ok(mut announced) = self.shared.announced_version.lock() {
+      *announced = Some(value);
+    }
+    true
   }
 
   /// H8: the GET listener. `Event::Settled { ticket }` follows when it stops.
@@ -309,11 +324,13 @@ impl Shared {
     {
       headers.insert(SESSION_HEADER, id);
     }
-    if let Some(version) = session
-      .protocol_version()
-      .filter(|v| v.as_str() >= FIRST_VERSION_WITH_HEADER)
-      .and_then(|v| HeaderValue::from_str(&v).ok())
-    {
+    let announced = self.announced_version.lock().ok().and_then(|v| v.clone());
+    if let Some(version) = announced.or_else(|| {
+      session
+        .protocol_version()
+        .filter(|v| v.as_str() >= FIRST_VERSION_WITH_HEADER)
+        .and_then(|v| HeaderValue::from_str(&v).ok())
+    }) {
       headers.insert(VERSION_HEADER, version);
     }
     headers
@@ -663,22 +680,29 @@ fn dpop_nonce(response: &Response) -> Option<String> {
 }
 
 /// The defaults, then `headers` (which may override them).
-fn compose_headers(extra: &[(String, String)]) -> HeaderMap {
+/// The headers every request starts from: the configured ones, then ours. A17: a header
+/// the client generates wins over a configured one whatever its case (header names are
+/// case-insensitive), and one it generates only sometimes (the session, the version, the
+/// resumption point) is never taken from the config.
+fn compose_headers(configured: &[(String, String)]) -> HeaderMap {
   let mut headers = HeaderMap::new();
-  headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-  headers.insert(
-    ACCEPT,
-    HeaderValue::from_static("application/json, text/event-stream"),
-  );
-  for (name, value) in extra {
+  for (name, value) in configured {
     let (Ok(name), Ok(value)) = (
       HeaderName::from_bytes(name.as_bytes()),
       HeaderValue::from_str(value),
     ) else {
       continue;
     };
-    headers.insert(name, value);
+    let generated = [SESSION_HEADER, VERSION_HEADER, LAST_EVENT_ID_HEADER];
+    if !generated.iter().any(|ours| name.as_str() == *ours) {
+      headers.insert(name, value);
+    }
   }
+  headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+  headers.insert(
+    ACCEPT,
+    HeaderValue::from_static("application/json, text/event-stream"),
+  );
   headers
 }
 
