@@ -9,8 +9,10 @@ use std::time::Duration;
 use crate::sys::process;
 
 const SLOTS: usize = 4096;
-/// S6: how long a group gets between SIGTERM and SIGKILL.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// S6/A14: how long a group gets between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(1);
+/// A14: how long the leader (and the reader of its output) may take once killed.
+pub const AFTER_KILL: Duration = Duration::from_millis(500);
 
 static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 static TERMINATING: AtomicBool = AtomicBool::new(false);

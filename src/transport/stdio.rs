@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::pipe_writer::PipeWriter;
-use super::process_group::{self, KILL_GRACE};
+use super::process_group::{self, AFTER_KILL, KILL_GRACE};
 use super::stderr_tail::{StderrTail, Utf8Chunks};
 use crate::error::{errno_name, CoreError};
 use crate::protocol::framing::{Frame, LineFramer};
@@ -285,13 +285,13 @@ async fn supervise(mut s: Supervised) {
       stderr: Some(s.shared.stderr_text()),
     });
   }
-  // S6: close stdin, then SIGTERM, then SIGKILL after the grace period, group-wide.
+  // S6/A14: close stdin, then SIGTERM, then SIGKILL after 1 s, group-wide.
   s.stop_writing.cancel();
   let _ = (&mut s.writer).await;
   stop_process_group(&mut s.child, s.pgid).await;
   if !s.reader.is_finished() {
-    // Every writer of the pipe is dead now, so EOF is near; bound it anyway.
-    if tokio::time::timeout(KILL_GRACE, &mut s.reader)
+    // Every writer of the pipe is dead now, so EOF is near; A14 bounds it anyway.
+    if tokio::time::timeout(AFTER_KILL, &mut s.reader)
       .await
       .is_err()
     {
@@ -322,6 +322,7 @@ async fn stop_process_group(child: &mut Child, pgid: i32) {
   }
   if process_group::group_alive(pgid) || !leader_exited {
     process_group::signal_group(pgid, libc::SIGKILL);
-    let _ = child.wait().await;
+    // A14: waited for 0.5 s at most; the exit-time reaper and PDEATHSIG cover the rest.
+    let _ = tokio::time::timeout(AFTER_KILL, child.wait()).await;
   }
 }
