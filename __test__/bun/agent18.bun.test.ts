@@ -1,0 +1,46 @@
+// SPEC-AGENT18 on Bun, where the v18 agent runs: A16's writeFrame on Bun's own FileSink,
+// A14's close timing for a server spawned from Bun, A27's listings kept on the connection.
+import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+setDefaultTimeout(20_000);
+const require = createRequire(import.meta.url);
+const native: typeof import("../../index.js") = require("../../index.js");
+const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((f) => f()));
+});
+
+describe("the v18 agent's helpers on Bun", () => {
+  it("A16: writeFrame writes and flushes a Bun FileSink", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-bun-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, "frames.jsonl");
+    const sink = Bun.file(path).writer();
+    expect(native.writeFrame(sink, '{"jsonrpc":"2.0","method":"a"}\n')).toBe(true);
+    expect(native.writeFrame(sink, '{"jsonrpc":"2.0","method":"b"}\n')).toBe(true);
+    await sink.end();
+    expect(readFileSync(path, "utf8")).toBe('{"jsonrpc":"2.0","method":"a"}\n{"jsonrpc":"2.0","method":"b"}\n');
+  });
+
+  it("A14: a server spawned from Bun that ignores SIGTERM is killed after 1 s; A27: listings are kept on the connection", async () => {
+    const connection = await native.connectToServer("bun", { command: "node", args: [server, "--all-capabilities"] });
+    cleanups.push(() => native.disconnectServer(connection));
+    const resources = await native.listResources(connection);
+    expect(resources).toHaveLength(7);
+    expect(await native.listResources(connection)).toBe(connection.resources!);
+    const stubborn = await native.createStdioTransport({ command: "node", args: [server, "--ignore-sigterm"] });
+    // Answering means it runs, its SIGTERM handler installed.
+    await stubborn.request("ping");
+    const started = Date.now();
+    await stubborn.close();
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(950);
+    expect(took).toBeLessThan(1900);
+  });
+});
