@@ -194,27 +194,28 @@ pub struct Session {
 }
 
 impl State {
-  /// The ticket a response with wire id `id` settles, and its entry (gone from the table).
-  fn take_answered(&mut self, id: u64) -> (u64, Option<Pending>) {
-    let ticket = self.reissued.remove(&id).unwrap_or(id);
+  /// Request `ticket`'s entry, gone from the table with the ids it was re-sent under.
+  fn remove(&mut self, ticket: u64) -> Option<Pending> {
     let pending = self.pending.remove(&ticket);
-    if pending.is_some() {
+    if pending.is_some() && !self.reissued.is_empty() {
       self.reissued.retain(|_, of| *of != ticket);
     }
-    (ticket, pending)
+    pending
   }
 
-  /// N7: a notification delivered on a subscription reaches JS only while that
-  /// subscription is one of ours and open; the acknowledgement is ours alone.
-  fn is_ours(&self, method: &str, params: Option<&RawValue>) -> bool {
-    let Some(subscription) = subscriptions::subscription_id(params) else {
-      return true;
-    };
-    let open = subscription.is_some_and(|id| {
+  /// The ticket a response with wire id `id` settles, and its entry (gone from the table).
+  fn take_answered(&mut self, id: u64) -> (u64, Option<Pending>) {
+    let ticket = self.reissued.get(&id).copied().unwrap_or(id);
+    (ticket, self.remove(ticket))
+  }
+
+  /// N7: whether the subscription a notification names (by its wire id) is one of ours
+  /// and still open.
+  fn is_open_subscription(&self, id: Option<u64>) -> bool {
+    id.is_some_and(|id| {
       let ticket = self.reissued.get(&id).copied().unwrap_or(id);
       self.pending.get(&ticket).is_some_and(|p| p.subscription)
-    });
-    open && method != subscriptions::ACKNOWLEDGED
+    })
   }
 }
 
@@ -425,7 +426,7 @@ impl Session {
 
   /// T8: the caller gave up on request `id` (it has already rejected the promise itself).
   pub fn abort(&self, id: u64, reason: &str) {
-    let pending = self.state().pending.remove(&id);
+    let pending = self.state().remove(id);
     if let Some(pending) = pending {
       self.cancelled(id, pending, reason);
     }
@@ -437,7 +438,7 @@ impl Session {
 
   /// T7/T9: a transport-side timer for request `id` ran out (HTTP times its phases itself).
   pub fn time_out(&self, id: u64, error: CoreError) {
-    let pending = self.state().pending.remove(&id);
+    let pending = self.state().remove(id);
     if let Some(pending) = pending {
       // The cancel is queued first, so anything JS sends after seeing the rejection follows it.
       self.cancelled(id, pending, &error.to_string());
@@ -566,8 +567,13 @@ impl Session {
         }
       }
       Ok(Incoming::Notification { method, params }) => {
-        if !self.state().is_ours(&method, params.as_deref()) {
-          return;
+        // N7: a notification of a subscription reaches JS only while that subscription is
+        // ours and open; its acknowledgement is ours alone. Only those take the lock.
+        if let Some(subscription) = subscriptions::subscription_id(params.as_deref()) {
+          let open = self.state().is_open_subscription(subscription);
+          if !open || method == subscriptions::ACKNOWLEDGED {
+            return;
+          }
         }
         if method == "notifications/progress" {
           self.progressed(params.as_deref());
@@ -626,7 +632,7 @@ impl Session {
     let ticket = match ack {
       Ack::None => return,
       Ack::Notify(ticket) => ticket,
-      Ack::Request(id) => match self.state().pending.remove(&id) {
+      Ack::Request(id) => match self.state().remove(id) {
         Some(pending) if pending.subscription => {
           pending.stop_timer();
           return self.subscription_ended(id);

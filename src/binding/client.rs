@@ -1,7 +1,7 @@
 //! §5/§6: `createTransport`, `connectToServer`, `listTools`, `callTool`, `disconnectServer`,
 //! `serverSupportsTools`. The flows are the core's (`crate::client`) over `JsHost`; this file
 //! checks the arguments (E2) and turns the outcomes into promises.
-use napi::{sys, Env};
+use napi::Env;
 use napi_derive::napi;
 
 use super::args;
@@ -67,13 +67,8 @@ pub fn create_transport(env: Env, config: JsArg) -> napi::Result<JsRaw> {
   ts_args_type = "capabilities: MCPServerCapabilities"
 )]
 pub fn server_supports_tools(env: Env, capabilities: JsArg) -> bool {
-  let js = Js::new(env.raw());
-  if js.type_of(capabilities.0) != sys::ValueType::napi_object {
-    return false;
-  }
-  js.get(capabilities.0, "tools")
-    .map(|tools| js.type_of(tools) != sys::ValueType::napi_undefined)
-    .unwrap_or(false)
+  let host = JsHost::new(Js::new(env.raw()));
+  client::supports(&host, &host.hold(capabilities.0), "tools")
 }
 
 /// The arguments of `connectToServer`, checked (E2): the request, or the value to reject with.

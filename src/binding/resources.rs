@@ -235,7 +235,7 @@ pub fn unsubscribe_from_resources(
 )]
 pub fn server_supports_resources(env: Env, capabilities: JsArg) -> bool {
   let host = JsHost::new(Js::new(env.raw()));
-  resources::supports(&host, &host.hold(capabilities.0), "resources")
+  crate::client::supports(&host, &host.hold(capabilities.0), "resources")
 }
 
 /// A28: `capabilities.resources?.subscribe === true`.
@@ -255,5 +255,5 @@ pub fn server_supports_resource_subscriptions(env: Env, capabilities: JsArg) -> 
 )]
 pub fn server_supports_prompts(env: Env, capabilities: JsArg) -> bool {
   let host = JsHost::new(Js::new(env.raw()));
-  resources::supports(&host, &host.hold(capabilities.0), "prompts")
+  crate::client::supports(&host, &host.hold(capabilities.0), "prompts")
 }

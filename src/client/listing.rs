@@ -32,6 +32,14 @@ pub async fn paginate<H: Transports>(
   )
 }
 
+/// C4/A28: `capabilities[name] !== undefined`.
+pub fn supports<H: Values>(host: &H, capabilities: &H::Value, name: &str) -> bool {
+  host.is_object(capabilities)
+    && host
+      .field(capabilities, name)
+      .is_ok_and(|c| !host.is_undefined(&c))
+}
+
 /// `paginate`, with N8's freshness: the smallest `ttlMs` of the pages, if any gave one.
 pub async fn paginate_with_ttl<H: Transports>(
   host: &H,
@@ -85,9 +93,7 @@ pub async fn list_tools<H: Transports>(
 ) -> Result<H::Value, H::Value> {
   let transport = connection_transport(&host, &connection)?;
   let capabilities = host.field(&connection, "capabilities")?;
-  let supports =
-    host.is_object(&capabilities) && !host.is_undefined(&host.field(&capabilities, "tools")?);
-  if !supports {
+  if !supports(&host, &capabilities, "tools") {
     return host.array(Vec::new());
   }
   let cached = host.field(&connection, "tools")?;

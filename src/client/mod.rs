@@ -18,4 +18,6 @@ mod tests;
 pub use connect::{connect, ConnectRequest};
 pub use features::ClientFeatures;
 pub use handshake::{connect_timeout_message, initialize_params, ClientOptions};
-pub use listing::{call_tool, connection_transport, list_tools, paginate, stale_list, tool_call};
+pub use listing::{
+  call_tool, connection_transport, list_tools, paginate, stale_list, supports, tool_call,
+};

@@ -2,7 +2,7 @@
 //! object (so a `list_changed` notification can drop them, P6), and resource subscriptions.
 use futures::future::join_all;
 
-use super::listing::{connection_transport, paginate};
+use super::listing::{connection_transport, paginate, supports};
 use crate::host::{Callbacks, Transports, Values};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,14 +36,6 @@ impl Listing {
       _ => "resources",
     }
   }
-}
-
-/// `capabilities[name] !== undefined`, as C4 asks of tools.
-pub fn supports<H: Values>(host: &H, capabilities: &H::Value, name: &str) -> bool {
-  host.is_object(capabilities)
-    && host
-      .field(capabilities, name)
-      .is_ok_and(|c| !host.is_undefined(&c))
 }
 
 /// `capabilities.resources.subscribe === true`.
