@@ -66,6 +66,52 @@ export interface MCPStdioServerConfig extends MCPServerConfigBase {
   cwd?: string;
 }
 
+/** A11: a `process.platform` value (`NodeJS.Platform`, spelt out so that these types need
+ * no `@types/node`). */
+export type StdioPlatform =
+  | "aix"
+  | "android"
+  | "cygwin"
+  | "darwin"
+  | "freebsd"
+  | "haiku"
+  | "linux"
+  | "netbsd"
+  | "openbsd"
+  | "sunos"
+  | "win32"
+  | (string & {});
+
+/** A11: where and how `resolveStdioSpawnCommand` looks the command up. */
+export interface ResolveStdioSpawnOptions {
+  /** The child's working directory: Windows looks there first, then on `PATH`. */
+  cwd: string;
+  /** The child's environment (`PATH`, `PATHEXT`, `COMSPEC`, matched in any case). */
+  env: Record<string, string | undefined>;
+  /** Windows: whether the host has a console to share (default false: hide the child's). */
+  hostHasInheritableConsole?: boolean;
+  /** Default: anything but `win32`. */
+  platform?: StdioPlatform;
+}
+
+/** A11: the argv and spawn options for a stdio server (`Bun.spawn` / `child_process` names). */
+export interface StdioSpawnCommand {
+  cmd: string[];
+  /** Windows only: hide the child's console window. */
+  windowsHide?: boolean;
+  /** Its own session: true off Windows and macOS. */
+  detached: boolean;
+  /** Set for a `cmd.exe /c` line, which must reach cmd exactly as built. */
+  windowsVerbatimArguments?: boolean;
+}
+
+/** A15: the process `terminateStdioProcess` stops (a Bun `Subprocess` is one). */
+export interface StdioTerminableProcess {
+  readonly pid: number;
+  readonly exited: Promise<number>;
+  kill(signal?: number | string): void;
+}
+
 export interface MCPHttpServerConfig extends MCPServerConfigBase {
   type: "http";
   url: string;
@@ -1048,6 +1094,13 @@ export declare function redactUrlForLog(url: string): string
 export declare function resolveSSEConnectTimeoutMs(timeout: number): number
 
 /**
+ * A11/A12: the argv and spawn flags for `config` on `options.platform`. Rejects (never
+ * throws) with a TypeError for a bad argument, and with an Error when a `cmd.exe` line
+ * would need NUL, CR or LF.
+ */
+export declare function resolveStdioSpawnCommand(config: MCPStdioServerConfig, options: ResolveStdioSpawnOptions): Promise<StdioSpawnCommand>
+
+/**
  * A30: what to do with a resource subscription once its request settles: `"rollback"`
  * when notifications are off, `"ignore"` when a later epoch owns them, else `"apply"`.
  */
@@ -1068,6 +1121,8 @@ export declare function serverSupportsTools(capabilities: MCPServerCapabilities)
 /** Sets `name` on `headers`, replacing any header of that name in another case. */
 export declare function setGeneratedHeader(headers: Record<string, string>, name: string, value: string): void
 
+export declare function setTimeoutResolver(resolver: ((configTimeout?: number) => number) | null): void
+
 /** A30: sorts tools by `name` in place, in JS string order; the same array back. */
 export declare function sortMCPToolsByName<T extends { name: string }>(tools: T[]): T[]
 
@@ -1077,6 +1132,14 @@ export declare function sortMCPToolsByName<T extends { name: string }>(tools: T[
  * `options.logger.warn`; it never rejects.
  */
 export declare function subscribeToResources(connection: MCPServerConnection, uris: string[], options?: MCPRequestOptions & { logger?: MCPLogger }): Promise<void>
+
+/**
+ * A15: SIGTERM, up to `termGraceMs` for `proc.exited` to settle, then SIGKILL (always for
+ * a detached process: its group may outlive it) and up to 0.5 s more. A detached process
+ * off Windows is signalled as its whole group (`-pid`), else through `proc.kill` alone.
+ * Never rejects but for a bad argument.
+ */
+export declare function terminateStdioProcess(proc: StdioTerminableProcess, detached: boolean, platform?: StdioPlatform, termGraceMs?: number): Promise<void>
 
 /** A3: a thrown value as a JSON-RPC error object `{code, message}`. */
 export declare function toJsonRpcError(error: unknown): { code: number; message: string }

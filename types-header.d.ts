@@ -66,6 +66,52 @@ export interface MCPStdioServerConfig extends MCPServerConfigBase {
   cwd?: string;
 }
 
+/** A11: a `process.platform` value (`NodeJS.Platform`, spelt out so that these types need
+ * no `@types/node`). */
+export type StdioPlatform =
+  | "aix"
+  | "android"
+  | "cygwin"
+  | "darwin"
+  | "freebsd"
+  | "haiku"
+  | "linux"
+  | "netbsd"
+  | "openbsd"
+  | "sunos"
+  | "win32"
+  | (string & {});
+
+/** A11: where and how `resolveStdioSpawnCommand` looks the command up. */
+export interface ResolveStdioSpawnOptions {
+  /** The child's working directory: Windows looks there first, then on `PATH`. */
+  cwd: string;
+  /** The child's environment (`PATH`, `PATHEXT`, `COMSPEC`, matched in any case). */
+  env: Record<string, string | undefined>;
+  /** Windows: whether the host has a console to share (default false: hide the child's). */
+  hostHasInheritableConsole?: boolean;
+  /** Default: anything but `win32`. */
+  platform?: StdioPlatform;
+}
+
+/** A11: the argv and spawn options for a stdio server (`Bun.spawn` / `child_process` names). */
+export interface StdioSpawnCommand {
+  cmd: string[];
+  /** Windows only: hide the child's console window. */
+  windowsHide?: boolean;
+  /** Its own session: true off Windows and macOS. */
+  detached: boolean;
+  /** Set for a `cmd.exe /c` line, which must reach cmd exactly as built. */
+  windowsVerbatimArguments?: boolean;
+}
+
+/** A15: the process `terminateStdioProcess` stops (a Bun `Subprocess` is one). */
+export interface StdioTerminableProcess {
+  readonly pid: number;
+  readonly exited: Promise<number>;
+  kill(signal?: number | string): void;
+}
+
 export interface MCPHttpServerConfig extends MCPServerConfigBase {
   type: "http";
   url: string;

@@ -48,6 +48,18 @@ pub fn sse_connect_timeout_ms(timeout_ms: f64) -> f64 {
   (timeout_ms / 4.0).floor().clamp(1.0, 1000.0)
 }
 
+/// A7: `requestIdFormat`: `"string"` → unique 16-character hex ids; `"number"` (default).
+pub fn string_ids<H: Values>(host: &H, config: &H::Value) -> ConfigResult<bool> {
+  match field(host, config, "requestIdFormat")? {
+    None => Ok(false),
+    Some(v) => match host.as_string(&v).as_deref() {
+      Some("string") => Ok(true),
+      Some("number") => Ok(false),
+      _ => Err("The \"requestIdFormat\" field must be \"string\" or \"number\"".to_string()),
+    },
+  }
+}
+
 /// E3: `maxMessageBytes`, default 64 MiB.
 pub fn max_message_bytes<H: Values>(host: &H, config: &H::Value) -> ConfigResult<usize> {
   match field(host, config, "maxMessageBytes")? {
@@ -103,6 +115,7 @@ pub fn stdio_config<H: Values>(
     cwd,
     timeout: timeout(host, config)?,
     max_message_bytes: max_message_bytes(host, config)?,
+    string_ids: string_ids(host, config)?,
   })
 }
 
@@ -130,6 +143,7 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     headers: string_record(host, config, "headers")?,
     timeout: timeout(host, config)?,
     max_message_bytes: max_message_bytes(host, config)?,
+    string_ids: string_ids(host, config)?,
     allow_legacy,
     max_resumptions: max_resumptions(host, config)?,
     oauth: oauth_settings(host, config)?,

@@ -59,7 +59,7 @@ pub enum CoreError {
   InvalidJson(String),
   /// H6: the SSE stream ended before the answer.
   #[error("No response received for request ID {0}")]
-  NoResponse(u64),
+  NoResponse(String),
   /// E3 over HTTP: a JSON body over `maxMessageBytes`.
   #[error("Response body larger than maxMessageBytes ({limit} bytes)")]
   BodyTooLarge { limit: usize },
@@ -192,7 +192,7 @@ mod tests {
     );
     assert_eq!(http(false).to_string(), "HTTP 401: denied");
     assert_eq!(
-      CoreError::NoResponse(3).to_string(),
+      CoreError::NoResponse("3".to_string()).to_string(),
       "No response received for request ID 3"
     );
   }

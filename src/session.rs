@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::CoreError;
 use crate::protocol::line_scan::LineScan;
-use crate::protocol::message::{self, Incoming, RpcError};
+use crate::protocol::message::{self, Incoming, RpcError, WireId};
 use crate::protocol::subscriptions;
 use crate::protocol::tool_headers;
 use crate::protocol::tree;
@@ -107,6 +107,8 @@ pub struct Outgoing {
   /// N7: a `subscriptions/listen` request: its stream lasts until the server ends it, and
   /// is opened again (with a new id) when it breaks.
   pub subscription: bool,
+  /// The transport-level timeout for this frame (A9: resolved as it was sent); `None`: none.
+  pub timeout: Option<Duration>,
 }
 
 /// P4: what a caller may ask of one request beyond T2.
@@ -119,6 +121,8 @@ pub struct RequestOptions {
   /// N7: a subscription: never timed, and it settles with no value (never an error) when
   /// it ends, however it ends.
   pub subscription: bool,
+  /// A9: replaces the transport's configured timeout for this request (`Some(None)`: none).
+  pub base_timeout: Option<Option<Duration>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -177,7 +181,14 @@ struct State {
   tool_headers: tool_headers::ToolHeaders,
   /// N5: the id a request was re-sent under → the ticket it still settles.
   reissued: HashMap<u64, u64>,
+  /// A7: with `requestIdFormat: "string"`, request `n` goes out as the hex of `n ^ salt`.
+  hex_salt: Option<u64>,
+  /// Notifies and listeners get tickets of their own, so requests are numbered 1, 2, 3…
+  next_local_ticket: u64,
 }
+
+/// Where the tickets that never go on the wire start: past every JS-safe request id.
+const LOCAL_TICKETS: u64 = 1 << 53;
 
 pub struct Session {
   state: Mutex<State>,
@@ -211,11 +222,34 @@ impl State {
 
   /// N7: whether the subscription a notification names (by its wire id) is one of ours
   /// and still open.
-  fn is_open_subscription(&self, id: Option<u64>) -> bool {
-    id.is_some_and(|id| {
+  fn is_open_subscription(&self, id: Option<WireId>) -> bool {
+    id.and_then(|id| self.request_number(id)).is_some_and(|id| {
       let ticket = self.reissued.get(&id).copied().unwrap_or(id);
       self.pending.get(&ticket).is_some_and(|p| p.subscription)
     })
+  }
+
+  /// A7: the id as JSON text for request number `id`.
+  fn id_json(&self, id: u64) -> String {
+    match self.hex_salt {
+      Some(salt) => message::hex_id_json(id ^ salt),
+      None => id.to_string(),
+    }
+  }
+
+  /// A7: the request number a response's id names: ids are matched by type and value.
+  fn request_number(&self, id: WireId) -> Option<u64> {
+    match (id, self.hex_salt) {
+      (WireId::Number(n), None) => Some(n),
+      (WireId::Hex(h), Some(salt)) => Some(h ^ salt),
+      _ => None,
+    }
+  }
+
+  fn local_ticket(&mut self) -> u64 {
+    let ticket = self.next_local_ticket;
+    self.next_local_ticket += 1;
+    ticket
   }
 }
 
@@ -233,6 +267,8 @@ impl Session {
       state: Mutex::new(State {
         connected: true,
         next_ticket: 1,
+        next_local_ticket: LOCAL_TICKETS,
+        hex_salt: None,
         pending: HashMap::new(),
         protocol_version: None,
         serving: Default::default(),
@@ -301,12 +337,13 @@ impl Session {
       .and_then(|meta| meta.applied_to(params));
     let params = with_meta.as_deref().or(params);
     state.next_ticket += 1;
+    let base = options.base_timeout.unwrap_or(self.timeout);
     // Without the caller's timing, transports that time their own phases (HTTP) arm none.
     let timeout = match options.timing {
       _ if options.subscription => None,
-      Some(timing) => timing.timeout.or(self.timeout),
+      Some(timing) => timing.timeout.or(base),
       None if self.cancel_tokens => None,
-      None => self.timeout,
+      None => base,
     }
     .filter(|t| !t.is_zero());
     let timer = timeout.map(|timeout| self.arm(id, timeout));
@@ -315,7 +352,7 @@ impl Session {
       .and_then(|t| t.max_total)
       .map(|limit| self.arm(id, limit));
     // Queued under the lock so frames leave in call order (S7).
-    let frame = message::request_frame(id, method, params);
+    let frame = message::request_frame_with_id(&state.id_json(id), method, params);
     let cancel = self.cancel_tokens.then(CancellationToken::new);
     if self
       .outbox
@@ -325,6 +362,7 @@ impl Session {
         cancel: cancel.clone(),
         session_timed: options.timing.is_some() || options.subscription,
         subscription: options.subscription,
+        timeout: base,
       })
       .is_err()
     {
@@ -400,12 +438,24 @@ impl Session {
   /// # Errors
   /// `NotConnected` when the session is closed (T10).
   pub fn notify(&self, method: &str, params: Option<&str>) -> Result<u64, CoreError> {
+    self.notify_with(method, params, None)
+  }
+
+  /// `notify` with A9's resolved timeout in place of the transport's (`Some(None)`: none).
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn notify_with(
+    &self,
+    method: &str,
+    params: Option<&str>,
+    base_timeout: Option<Option<Duration>>,
+  ) -> Result<u64, CoreError> {
     let mut state = self.state();
     if !state.connected {
       return Err(CoreError::NotConnected);
     }
-    let ticket = state.next_ticket;
-    state.next_ticket += 1;
+    let ticket = state.local_ticket();
     let frame = message::notification_frame(method, params);
     let sent = self
       .outbox
@@ -415,6 +465,7 @@ impl Session {
         cancel: None,
         session_timed: false,
         subscription: false,
+        timeout: base_timeout.unwrap_or(self.timeout),
       })
       .map_err(|_| CoreError::NotConnected)?;
     drop(state);
@@ -456,7 +507,7 @@ impl Session {
     pending.stop_timer();
     let closes_stream = self.cancel_tokens && self.is_stateless();
     if !is_initialize && !closes_stream && self.is_connected() {
-      let params = message::cancelled_params(id, reason);
+      let params = message::cancelled_params(&self.id_json(id), reason);
       self.send_unacked(message::notification_frame(
         "notifications/cancelled",
         Some(&params),
@@ -472,6 +523,7 @@ impl Session {
       cancel: None,
       session_timed: false,
       subscription: false,
+      timeout: self.timeout,
     });
   }
 
@@ -503,7 +555,13 @@ impl Session {
   }
 
   fn settle_tree(&self, id: u64, result: tree::ResultTree) {
-    let (ticket, pending) = self.state().take_answered(id);
+    let (ticket, pending) = {
+      let mut state = self.state();
+      match state.request_number(WireId::Number(id)) {
+        Some(id) => state.take_answered(id),
+        None => return,
+      }
+    };
     if let Some(pending) = pending {
       let subscription = pending.subscription;
       pending.stop_timer();
@@ -541,6 +599,9 @@ impl Session {
         // T5: unknown ids (and ids that are not ours) are ignored.
         let Some(id) = id else { return };
         let mut state = self.state();
+        let Some(id) = state.request_number(id) else {
+          return;
+        };
         let (ticket, pending) = state.take_answered(id);
         if let (Some(pending), Ok(result)) = (&pending, &outcome) {
           if pending.is_initialize {
@@ -708,10 +769,25 @@ impl Session {
 
   /// A ticket for a JS promise the session does not track itself (the SSE listener).
   pub fn allocate_ticket(&self) -> u64 {
-    let mut state = self.state();
-    let ticket = state.next_ticket;
-    state.next_ticket += 1;
-    ticket
+    self.state().local_ticket()
+  }
+
+  /// A7: requests from now on carry unique 16-character lowercase hex ids.
+  pub fn use_string_ids(&self) {
+    let mut salt = [0u8; 8];
+    // Unpredictable ids are a nicety, not a need: a failed draw keeps them unique anyway.
+    let _ = getrandom::fill(&mut salt);
+    self.state().hex_salt = Some(u64::from_le_bytes(salt));
+  }
+
+  /// A7: request number `id` as the JSON text it goes out with.
+  pub fn id_json(&self, id: u64) -> String {
+    self.state().id_json(id)
+  }
+
+  /// Request number `id` as its error messages name it (no quotes).
+  pub fn id_text(&self, id: u64) -> String {
+    self.id_json(id).trim_matches('"').to_string()
   }
 
   pub fn protocol_version(&self) -> Option<String> {
@@ -867,6 +943,64 @@ pub mod tests {
       other => panic!("unexpected {other:?}"),
     }
     assert_eq!(s.pending_count(), 1);
+  }
+
+  #[tokio::test]
+  async fn a7_requests_are_numbered_1_2_3_whatever_notifies_go_between() {
+    let (s, _rec, mut rx) = session(None);
+    let first = s.request("initialize", None).unwrap();
+    s.notify("notifications/initialized", None).unwrap();
+    let second = s.request("tools/list", None).unwrap();
+    assert_eq!((first, second), (1, 2));
+    let ids: Vec<String> = frames(&mut rx)
+      .iter()
+      .filter_map(|f| {
+        serde_json::from_str::<serde_json::Value>(f)
+          .ok()?
+          .get("id")
+          .map(|i| i.to_string())
+      })
+      .collect();
+    assert_eq!(ids, ["1", "2"]);
+  }
+
+  #[tokio::test]
+  async fn a7_string_ids_are_unique_hex_and_matched_by_type_and_value() {
+    let (s, rec, mut rx) = session(None);
+    s.use_string_ids();
+    let a = s.request("tools/list", None).unwrap();
+    let b = s.request("tools/list", None).unwrap();
+    let sent: Vec<String> = frames(&mut rx)
+      .iter()
+      .map(|f| {
+        serde_json::from_str::<serde_json::Value>(f).unwrap()["id"]
+          .as_str()
+          .unwrap()
+          .to_string()
+      })
+      .collect();
+    assert_ne!(sent[0], sent[1]);
+    for id in &sent {
+      assert!(
+        id.len() == 16
+          && id
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+      );
+    }
+    // The number the string stands for is not our id, nor is the upper-case spelling.
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{a},"result":{{}}}}"#));
+    s.handle_frame(&format!(
+      r#"{{"jsonrpc":"2.0","id":"{}","result":{{}}}}"#,
+      sent[0].to_uppercase()
+    ));
+    assert!(settled(&rec.take()).is_empty());
+    s.handle_frame(&format!(
+      r#"{{"jsonrpc":"2.0","id":"{}","result":{{"b":1}}}}"#,
+      sent[1]
+    ));
+    assert_eq!(settled(&rec.take()), [(b, r#"{"b":1}"#.to_string())]);
+    assert_eq!(s.id_text(a), sent[0]);
   }
 
   fn settled(events: &[Event]) -> Vec<(u64, String)> {

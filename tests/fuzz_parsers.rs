@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use mcp_native::protocol::framing::{Frame, LineFramer};
 use mcp_native::protocol::line_scan::LineScan;
-use mcp_native::protocol::message::{self, Incoming, RpcError};
+use mcp_native::protocol::message::{self, Incoming, RpcError, WireId};
 use mcp_native::protocol::parse_sse;
 use mcp_native::protocol::sse::{SseEvent, SseItem, SseParser};
 use mcp_native::protocol::tree::{self, Node, ResultTree};
@@ -325,7 +325,10 @@ fn seen(message: Incoming) -> Seen {
       params: params.map(|p| parsed(p.get())),
     },
     Incoming::Response { id, outcome } => Seen::Response {
-      id,
+      id: id.and_then(|id| match id {
+        WireId::Number(n) => Some(n),
+        WireId::Hex(_) => None,
+      }),
       outcome: match outcome {
         Ok(result) => Ok(parsed(result.get())),
         Err(e) => Err((e.code, e.message, e.data.as_deref().map(parsed))),
@@ -869,7 +872,7 @@ fn classify() {
       Ok(Incoming::Response {
         id: Some(got),
         outcome: Err(e),
-      }) if got == id => prop_assert_eq!(e, error),
+      }) if got == WireId::Number(id) => prop_assert_eq!(e, error),
       other => {
         return Err(TestCaseError::fail(format!(
           "{answer} classified as {other:?}"

@@ -1,5 +1,6 @@
 // SPEC-AGENT18 on Bun, where the v18 agent runs: A16's writeFrame on Bun's own FileSink,
-// A14's close timing for a server spawned from Bun, A27's listings kept on the connection.
+// A14's close timing for a server spawned from Bun, A27's listings kept on the connection,
+// A15's terminateStdioProcess on Bun's own Subprocess.
 import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -42,5 +43,68 @@ describe("the v18 agent's helpers on Bun", () => {
     const took = Date.now() - started;
     expect(took).toBeGreaterThanOrEqual(950);
     expect(took).toBeLessThan(1900);
+  });
+});
+
+/** The first line a Bun subprocess writes to its piped stdout. */
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  reader.releaseLock();
+  return text.trim();
+}
+
+/** Gone, or a zombie nobody has reaped yet. */
+const gone = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]?.startsWith("Z") ?? true;
+  } catch {
+    return true;
+  }
+};
+
+describe("A15 terminateStdioProcess on Bun", () => {
+  const ignoreTerm = "process.on('SIGTERM', () => {})";
+
+  it("A15: a Bun Subprocess ignoring SIGTERM gets SIGKILL through its kill() after termGraceMs", async () => {
+    const child = Bun.spawn(["node", "-e", `${ignoreTerm}; console.log("ready"); setInterval(() => {}, 1000)`], { stdout: "pipe" });
+    cleanups.push(() => child.kill("SIGKILL"));
+    expect(await firstLine(child.stdout)).toBe("ready");
+    const started = Date.now();
+    await native.terminateStdioProcess(child, false, undefined, 300);
+    const took = Date.now() - started;
+    await child.exited;
+    expect(child.signalCode).toBe("SIGKILL");
+    expect(took).toBeGreaterThanOrEqual(290);
+    expect(took).toBeLessThan(1300);
+  });
+
+  it("A15: a detached Bun Subprocess is stopped with its whole process group", async () => {
+    const leader = Bun.spawn(
+      [
+        "node",
+        "-e",
+        `const g = require("node:child_process").spawn(process.execPath, ["-e", "${ignoreTerm}; setInterval(() => {}, 1000)"], { stdio: "ignore" }); console.log(g.pid); setInterval(() => {}, 1000)`,
+      ],
+      { stdout: "pipe", detached: true },
+    );
+    cleanups.push(() => leader.kill("SIGKILL"));
+    const grandchild = Number(await firstLine(leader.stdout));
+    expect(gone(grandchild)).toBe(false);
+    cleanups.push(() => {
+      if (!gone(grandchild)) process.kill(grandchild, "SIGKILL");
+    });
+    await native.terminateStdioProcess(leader, true, process.platform, 2000);
+    await leader.exited;
+    expect(leader.signalCode).toBe("SIGTERM");
+    const until = Date.now() + 2000;
+    while (!gone(grandchild) && Date.now() < until) await Bun.sleep(20);
+    expect(gone(grandchild)).toBe(true);
   });
 });

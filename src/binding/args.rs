@@ -116,6 +116,7 @@ pub fn request_options(
       progress: on_progress.is_some(),
       timing,
       subscription: false,
+      base_timeout: None,
     },
   ))
 }

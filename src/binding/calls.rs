@@ -6,7 +6,9 @@ use super::args::{self, ParamsError};
 use super::js::{Js, Thrown, Value};
 use super::js_error;
 use super::pump::{reject_pending, JsSide, Shared};
+use super::timeout_resolver;
 use crate::error::CoreError;
+use crate::session::RequestOptions;
 
 fn type_error(js: Js, message: &str) -> Result<Value, Thrown> {
   js.rejected(js_error::type_error(js, message))
@@ -58,6 +60,14 @@ pub fn request(
   let Some(session) = connected_session(side) else {
     return js.rejected(js_error::to_js(js, &CoreError::NotConnected));
   };
+  let input = side.borrow().timeout_input;
+  let request_options = match timeout_resolver::resolve(js, input) {
+    Ok(base_timeout) => RequestOptions {
+      base_timeout,
+      ..request_options
+    },
+    Err(Thrown(error)) => return js.rejected(error),
+  };
   let id = match session.request_with(&method, params.as_deref(), request_options) {
     Ok(id) => id,
     Err(e) => return js.rejected(js_error::to_js(js, &e)),
@@ -96,7 +106,12 @@ pub fn notify(
   let Some(session) = connected_session(side) else {
     return js.rejected(js_error::to_js(js, &CoreError::NotConnected));
   };
-  match session.notify(&method, params.as_deref()) {
+  let input = side.borrow().timeout_input;
+  let base_timeout = match timeout_resolver::resolve(js, input) {
+    Ok(base) => base,
+    Err(Thrown(error)) => return js.rejected(error),
+  };
+  match session.notify_with(&method, params.as_deref(), base_timeout) {
     Ok(ticket) => {
       let (deferred, promise) = js.create_promise()?;
       side.borrow_mut().add_pending(ticket, deferred);

@@ -101,6 +101,11 @@ pub(crate) fn connect_request(
   let signal = args::signal(js, options).map_err(|m| type_error(&m))?;
   let timeout =
     crate::config::timeout(&JsHost::new(js), &Held::new(js, config)).map_err(|m| type_error(&m))?;
+  // A9: the process-wide resolver replaces `timeout ?? 30000`.
+  let input = super::timeout_resolver::config_input(js, config);
+  let timeout = super::timeout_resolver::resolve(js, input)
+    .map_err(|Thrown(error)| error)?
+    .unwrap_or(timeout);
   Ok(ConnectRequest {
     name,
     config: Held::new(js, config),

@@ -30,6 +30,7 @@ impl StartableClass for JsHttpTransport {
     let config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     let side = JsSide::new(js.env)?;
+    side.borrow_mut().timeout_input = super::timeout_resolver::config_input(js, config_value);
     if let Some(settings) = &config.oauth {
       let field = if settings.provider {
         "authProvider"

@@ -151,6 +151,8 @@ pub struct JsSide {
   turn_scheduled: bool,
   /// O1: `config.oauth`, whose `redirect` and `store` the OAuth flow calls.
   auth: Option<sys::napi_ref>,
+  /// A9: the config's `timeout`, as the timeout resolver is given it.
+  pub timeout_input: Option<f64>,
   pub session: Option<Arc<Session>>,
 }
 
@@ -178,6 +180,7 @@ impl JsSide {
       backlog: std::collections::VecDeque::new(),
       turn_scheduled: false,
       auth: None,
+      timeout_input: None,
       session: None,
     }));
     // The function holds the side until it is released (with the JS object).

@@ -27,11 +27,14 @@ impl StartableClass for JsStdioTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
     let host = JsHost::new(js);
     let environment = args::host_environment(js);
+    let timeout_input = super::timeout_resolver::config_input(js, config);
     let config = crate::config::stdio_config(&host, &host.hold(config), environment)
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
+    let side = JsSide::new(js.env)?;
+    side.borrow_mut().timeout_input = timeout_input;
     Ok(JsStdioTransport {
       config,
-      side: JsSide::new(js.env)?,
+      side,
       transport: None,
     })
   }

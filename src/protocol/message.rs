@@ -11,10 +11,10 @@ use serde_json::value::RawValue;
 /// One incoming JSON-RPC message, as the session needs it.
 #[derive(Debug)]
 pub enum Incoming {
-  /// A response to one of our requests. Ids we send are integers, so any other id is
-  /// `None` and matches nothing (T5).
+  /// A response to one of our requests. An id we could not have sent is `None` and
+  /// matches nothing (T5).
   Response {
-    id: Option<u64>,
+    id: Option<WireId>,
     outcome: Result<Box<RawValue>, RpcError>,
   },
   /// T6
@@ -28,6 +28,36 @@ pub enum Incoming {
     method: String,
     params: Option<Box<RawValue>>,
   },
+}
+
+/// A7: a response id in a shape we send: an integer, or (`requestIdFormat: "string"`) 16
+/// lowercase hex digits. Which one a session expects is its own business.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireId {
+  Number(u64),
+  Hex(u64),
+}
+
+impl WireId {
+  /// An id as it appears in a frame (raw JSON), if it is one of the two shapes.
+  pub fn parse(raw: &str) -> Option<WireId> {
+    our_id(raw)
+      .map(WireId::Number)
+      .or_else(|| hex_id(raw).map(WireId::Hex))
+  }
+}
+
+/// A7: the JSON text of a `"string"`-format id.
+pub fn hex_id_json(value: u64) -> String {
+  format!("\"{value:016x}\"")
+}
+
+fn hex_id(raw: &str) -> Option<u64> {
+  let digits = raw.strip_prefix('"')?.strip_suffix('"')?;
+  let lowercase_hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+  (digits.len() == 16 && digits.bytes().all(|b| lowercase_hex(&b)))
+    .then(|| u64::from_str_radix(digits, 16).ok())
+    .flatten()
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -165,10 +195,10 @@ impl<'de> Deserialize<'de> for ErrorObject<'de> {
 
 /// T5: JS compares ids as numbers, so `1.0` or `1e0` answer our request 1. Any other id
 /// (a string, a fraction, a negative number) is none of ours.
-fn our_id(raw: &RawValue) -> Option<u64> {
+fn our_id(raw: &str) -> Option<u64> {
   const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
-  serde_json::from_str::<u64>(raw.get()).ok().or_else(|| {
-    let number = serde_json::from_str::<f64>(raw.get()).ok()?;
+  serde_json::from_str::<u64>(raw).ok().or_else(|| {
+    let number = serde_json::from_str::<f64>(raw).ok()?;
     (number.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&number)).then_some(number as u64)
   })
 }
@@ -189,7 +219,7 @@ pub fn classify(frame: &str) -> Result<Incoming, Skipped> {
       params: envelope.params.map(RawValue::to_owned),
     }),
     (None, Some(id)) => {
-      let id = our_id(id);
+      let id = WireId::parse(id.get());
       if let Some(error) = envelope.error.filter(|raw| raw.get() != "null") {
         Ok(Incoming::Response {
           id,
@@ -229,6 +259,11 @@ pub const INTERNAL_ERROR: i64 = -32603;
 
 /// T2: a request frame, without the trailing newline. `params` is JSON object text.
 pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
+  request_frame_with_id(&id.to_string(), method, params)
+}
+
+/// `request_frame` with the id as JSON text (A7: a string id).
+pub fn request_frame_with_id(id: &str, method: &str, params: Option<&str>) -> String {
   let method = json_string(method);
   let params = params.unwrap_or("{}");
   format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method},"params":{params}}}"#)
@@ -236,11 +271,11 @@ pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
 
 /// N5: one of our request frames under a new id, its method and params byte-exact; `None`
 /// when `frame` is not one (then it is not re-sent).
-pub fn with_request_id(frame: &str, id: u64) -> Option<String> {
+pub fn with_request_id(frame: &str, id: &str) -> Option<String> {
   let envelope: Envelope = serde_json::from_str(frame).ok()?;
   envelope.id?;
   let method = envelope.method?;
-  Some(request_frame(
+  Some(request_frame_with_id(
     id,
     &method,
     envelope.params.map(RawValue::get),
@@ -420,7 +455,7 @@ pub fn prefers_tree(frame: &str) -> bool {
 }
 
 /// T9: `notifications/cancelled` params for one of our request ids.
-pub fn cancelled_params(request_id: u64, reason: &str) -> String {
+pub fn cancelled_params(request_id: &str, reason: &str) -> String {
   let reason = json_string(reason);
   format!(r#"{{"requestId":{request_id},"reason":{reason}}}"#)
 }
@@ -474,11 +509,11 @@ mod tests {
   fn n5_a_request_under_a_new_id_keeps_its_params_byte_exact() {
     let frame = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"b": 1,"a" :[2]}}"#;
     assert_eq!(
-      with_request_id(frame, 9).as_deref(),
+      with_request_id(frame, "9").as_deref(),
       Some(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"b": 1,"a" :[2]}}"#)
     );
     assert_eq!(
-      with_request_id(r#"{"jsonrpc":"2.0","method":"n"}"#, 9),
+      with_request_id(r#"{"jsonrpc":"2.0","method":"n"}"#, "9"),
       None
     );
   }
@@ -535,7 +570,7 @@ mod tests {
     assert_eq!(
       m,
       Incoming::Response {
-        id: Some(7),
+        id: Some(WireId::Number(7)),
         outcome: Ok(raw(r#"{"a":[1,2]}"#))
       }
     );
@@ -547,7 +582,7 @@ mod tests {
     assert_eq!(
       m,
       Incoming::Response {
-        id: Some(1),
+        id: Some(WireId::Number(1)),
         outcome: Ok(raw("null"))
       }
     );
@@ -562,7 +597,7 @@ mod tests {
     assert_eq!(
       m,
       Incoming::Response {
-        id: Some(2),
+        id: Some(WireId::Number(2)),
         outcome: Err(RpcError {
           code: -32602,
           message: "bad".into(),
@@ -626,7 +661,9 @@ mod tests {
       message: "Unknown error".into(),
       data: None,
     };
-    assert!(matches!(m, Incoming::Response { id: Some(4), outcome: Err(e) } if e == malformed));
+    assert!(
+      matches!(m, Incoming::Response { id: Some(WireId::Number(4)), outcome: Err(e) } if e == malformed)
+    );
   }
 
   #[test]
@@ -637,7 +674,7 @@ mod tests {
       ))
       .unwrap();
       assert!(
-        matches!(m, Incoming::Response { id: Some(i), .. } if i == id),
+        matches!(m, Incoming::Response { id: Some(WireId::Number(i)), .. } if i == id),
         "{spelled}"
       );
     }
@@ -659,7 +696,7 @@ mod tests {
     assert_eq!(
       m.unwrap(),
       Incoming::Response {
-        id: Some(2),
+        id: Some(WireId::Number(2)),
         outcome: Ok(raw(r#"{"a":2}"#))
       }
     );
@@ -751,8 +788,37 @@ mod tests {
       r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}}"#
     );
     assert_eq!(
-      cancelled_params(9, "Request timeout after 5ms"),
+      cancelled_params("9", "Request timeout after 5ms"),
       r#"{"requestId":9,"reason":"Request timeout after 5ms"}"#
+    );
+  }
+}
+
+#[cfg(test)]
+mod a7_tests {
+  use super::*;
+
+  #[test]
+  fn a7_string_ids_are_16_lowercase_hex_digits_and_told_apart_from_numbers() {
+    assert_eq!(hex_id_json(0x1f), r#""000000000000001f""#);
+    assert_eq!(
+      WireId::parse(r#""000000000000001f""#),
+      Some(WireId::Hex(0x1f))
+    );
+    assert_eq!(WireId::parse("31"), Some(WireId::Number(31)));
+    for other in [
+      r#""000000000000001F""#,
+      r#""1f""#,
+      r#""0000000000000001f""#,
+      r#""zzzzzzzzzzzzzzzz""#,
+      "\"31\"",
+    ] {
+      assert_eq!(WireId::parse(other), None, "{other}");
+    }
+    let frame = request_frame_with_id(&hex_id_json(2), "ping", None);
+    assert_eq!(
+      frame,
+      r#"{"jsonrpc":"2.0","id":"0000000000000002","method":"ping","params":{}}"#
     );
   }
 }

@@ -3,6 +3,8 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::protocol::message::WireId;
+
 pub const LISTEN: &str = "subscriptions/listen";
 /// The server's first message on a subscription: for us, not for the caller.
 pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
@@ -38,8 +40,8 @@ pub fn advertised_changes(capabilities: &Value) -> Option<Value> {
 }
 
 /// The subscription a notification was delivered on: `None` when it names none,
-/// `Some(None)` when it names one that cannot be ours (our ids are integers).
-pub fn subscription_id(params: Option<&RawValue>) -> Option<Option<u64>> {
+/// `Some(None)` when it names one that cannot be ours (A7: not an id shape we send).
+pub fn subscription_id(params: Option<&RawValue>) -> Option<Option<WireId>> {
   let params = params?.get();
   // Most notifications have none: skip the parse.
   if !params.contains(SUBSCRIPTION_ID) {
@@ -52,7 +54,7 @@ pub fn subscription_id(params: Option<&RawValue>) -> Option<Option<u64>> {
   }
   let parsed: Params = serde_json::from_str(params).ok()?;
   let id = parsed.meta?.remove(SUBSCRIPTION_ID)?;
-  Some(id.as_u64())
+  Some(WireId::parse(&id.to_string()))
 }
 
 #[cfg(test)]
@@ -95,7 +97,10 @@ mod tests {
         r#"{{"_meta":{{"io.modelcontextprotocol/subscriptionId":{id}}},"uri":"x"}}"#
       ))
     };
-    assert_eq!(subscription_id(Some(&meta("4"))), Some(Some(4)));
+    assert_eq!(
+      subscription_id(Some(&meta("4"))),
+      Some(Some(WireId::Number(4)))
+    );
     assert_eq!(subscription_id(Some(&meta(r#""listen-1""#))), Some(None));
     assert_eq!(subscription_id(Some(&raw(r#"{"uri":"x"}"#))), None);
     assert_eq!(subscription_id(None), None);

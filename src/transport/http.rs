@@ -42,6 +42,8 @@ pub struct HttpConfig {
   /// Per-phase timeout; `None` disables it.
   pub timeout: Option<Duration>,
   pub max_message_bytes: usize,
+  /// A7 `requestIdFormat: "string"`.
+  pub string_ids: bool,
   /// `type: "sse"`: a server that only speaks the 2024-11-05 protocol is detected (H11).
   pub allow_legacy: bool,
   /// P2: how often one broken stream is resumed (`config.reconnect?.maxRetries ?? 2`).
@@ -127,6 +129,9 @@ impl HttpTransport {
       runtime.clone(),
       true,
     );
+    if config.string_ids {
+      session.use_string_ids();
+    }
     let host: Arc<dyn AuthHost> = Arc::new(HostThroughEvents(events.clone()));
     let auth = match config.oauth.clone() {
       Some(settings) => {
@@ -586,7 +591,7 @@ async fn dispatch(
           let outcome = tokio::select! {
             biased;
             _ = shared.closing.cancelled() => Err(CoreError::TransportClosed { stderr: None }),
-            outcome = send_notification(&shared, &session, out.frame) => outcome,
+            outcome = send_notification(&shared, &session, out.frame, out.timeout) => outcome,
           };
           session.events().emit(Event::Settled {
             ticket,
@@ -597,7 +602,7 @@ async fn dispatch(
         Ack::None => {
           let send = async {
             let url = shared.post_url().await;
-            with_timeout(shared.config.timeout, shared.post(&session, url, out.frame)).await
+            with_timeout(out.timeout, shared.post(&session, url, out.frame)).await
           };
           tokio::select! {
             _ = shared.closing.cancelled() => {}
@@ -735,8 +740,8 @@ async fn send_notification(
   shared: &Shared,
   session: &Session,
   frame: String,
+  timeout: Option<Duration>,
 ) -> Result<(), CoreError> {
-  let timeout = shared.config.timeout;
   let exchange = async {
     shared.listener_opened().await;
     let url = shared.post_url().await;
@@ -778,7 +783,8 @@ async fn send_request(
       id,
       sent,
       cancel,
-      out.session_timed,
+      // P4: a request with the caller's own timeouts is timed by the session instead.
+      out.timeout.filter(|_| !out.session_timed),
       &mut backoff,
     )
     .await
@@ -786,7 +792,7 @@ async fn send_request(
       return;
     };
     let Some(kept) = kept else {
-      return fail(broken.unwrap_or(CoreError::NoResponse(id)));
+      return fail(broken.unwrap_or(CoreError::NoResponse(session.id_text(id))));
     };
     frame = kept;
     let again = if out.subscription {
@@ -799,10 +805,11 @@ async fn send_request(
     };
     let reissued = again.and_then(|attempt| Some((attempt, session.reissue(id)?)));
     let Some((attempt, wire_id)) = reissued else {
-      return fail(broken.unwrap_or(CoreError::NoResponse(id)));
+      return fail(broken.unwrap_or(CoreError::NoResponse(session.id_text(id))));
     };
-    let Some(next) = crate::protocol::message::with_request_id(&frame, wire_id) else {
-      return fail(broken.unwrap_or(CoreError::NoResponse(id)));
+    let Some(next) = crate::protocol::message::with_request_id(&frame, &session.id_json(wire_id))
+    else {
+      return fail(broken.unwrap_or(CoreError::NoResponse(session.id_text(id))));
     };
     tokio::time::sleep(attempt.wait).await;
     frame = next;
@@ -818,11 +825,9 @@ async fn exchange(
   id: u64,
   frame: String,
   cancel: &CancellationToken,
-  session_timed: bool,
+  timeout: Option<Duration>,
   backoff: &mut Resumption,
 ) -> Option<Option<CoreError>> {
-  // P4: a request with the caller's own timeouts is timed by the session instead.
-  let timeout = shared.config.timeout.filter(|_| !session_timed);
   let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
   // Phase 1 (T7 "Request timeout"): the POST, and a JSON body.
   shared.note_initialize(&frame);
@@ -870,7 +875,7 @@ async fn exchange(
     }
     Ok(Ok(None)) => {
       if session.is_pending(id) {
-        fail(CoreError::NoResponse(id));
+        fail(CoreError::NoResponse(session.id_text(id)));
       }
       return None;
     }
@@ -903,7 +908,7 @@ async fn exchange(
     Ok(Err(error)) => fail(error),
     Ok(Ok(())) => {
       if session.is_pending(id) {
-        fail(CoreError::NoResponse(id));
+        fail(CoreError::NoResponse(session.id_text(id)));
       }
     }
   }

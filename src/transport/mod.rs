@@ -3,6 +3,7 @@ pub mod http;
 pub mod one_shot;
 pub mod pipe_writer;
 pub mod process_group;
+pub mod spawn_command;
 pub mod stderr_tail;
 pub mod stdio;
 

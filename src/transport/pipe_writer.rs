@@ -119,6 +119,7 @@ impl FrameSink for PipeWriter {
           cancel: out.cancel,
           session_timed: out.session_timed,
           subscription: out.subscription,
+          timeout: out.timeout,
         })
       }
     }

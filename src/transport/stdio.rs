@@ -41,6 +41,8 @@ pub struct StdioConfig {
   /// Per-request timeout; `None` disables it.
   pub timeout: Option<Duration>,
   pub max_message_bytes: usize,
+  /// A7 `requestIdFormat: "string"`.
+  pub string_ids: bool,
 }
 
 /// Shared between the handle and the I/O tasks.
@@ -120,6 +122,9 @@ impl StdioTransport {
     }
     let (pipe, writer_task) = PipeWriter::new(stdin);
     let session = Session::new(pipe, events.clone(), config.timeout, runtime.clone(), false);
+    if config.string_ids {
+      session.use_string_ids();
+    }
     let shared = Arc::new(Shared {
       close_requested: CancellationToken::new(),
       want_stderr: AtomicBool::new(false),

@@ -1,0 +1,66 @@
+//! A9 `setTimeoutResolver(fn | null)`: a process-wide function that replaces §1's
+//! `timeout ?? 30000`, asked as each request, notify, connect or listener starts.
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+
+use napi::Env;
+use napi_derive::napi;
+
+use super::js::{Held, Js, JsArg, Thrown, Value};
+
+thread_local! {
+  // One per JS thread: a worker's functions can only be called on its own thread.
+  static RESOLVER: RefCell<Option<Held>> = const { RefCell::new(None) };
+  static CLEARED_AT_TEARDOWN: Cell<bool> = const { Cell::new(false) };
+}
+
+#[napi(
+  js_name = "setTimeoutResolver",
+  ts_args_type = "resolver: ((configTimeout?: number) => number) | null"
+)]
+pub fn set_timeout_resolver(env: Env, resolver: Option<JsArg>) -> napi::Result<()> {
+  let js = Js::new(env.raw());
+  let resolver = resolver.map(|r| r.0).filter(|r| !js.is_nullish(*r));
+  if resolver.is_some_and(|r| !js.is_function(r)) {
+    return Err(napi::Error::new(
+      napi::Status::InvalidArg,
+      "The \"resolver\" argument must be a function or null",
+    ));
+  }
+  let held = resolver.map(|r| Held::new(js, r));
+  if held.is_some() && !CLEARED_AT_TEARDOWN.with(|c| c.replace(true)) {
+    // The reference must go before the environment does.
+    js.on_teardown(|| {
+      RESOLVER.with(|slot| drop(slot.borrow_mut().take()));
+      CLEARED_AT_TEARDOWN.with(|c| c.set(false));
+    });
+  }
+  RESOLVER.with(|slot| *slot.borrow_mut() = held);
+  Ok(())
+}
+
+/// A config's `timeout` as the resolver is given it: the number, or nothing.
+pub fn config_input(js: Js, config: Value) -> Option<f64> {
+  js.get(config, "timeout")
+    .ok()
+    .and_then(|v| js.number_value(v))
+}
+
+/// The resolver's timeout for a config whose `timeout` is `input`: `None` without a
+/// resolver (the transport keeps its own), `Some(None)` for `0` (no timeout). A value that
+/// is not a non-negative number falls back to §1's rule; a throw is the caller's error.
+pub fn resolve(js: Js, input: Option<f64>) -> Result<Option<Option<Duration>>, Thrown> {
+  let Some(resolver) = RESOLVER.with(|slot| slot.borrow().as_ref().map(|h| h.get(js))) else {
+    return Ok(None);
+  };
+  let args: Vec<Value> = input.map(|n| js.number(n)).into_iter().collect();
+  let answer = js.call(resolver, js.undefined(), &args)?;
+  let ms = js
+    .number_value(answer)
+    .filter(|n| n.is_finite() && *n >= 0.0)
+    .or(input.filter(|n| n.is_finite() && *n >= 0.0))
+    .unwrap_or(crate::config::DEFAULT_TIMEOUT_MS);
+  Ok(Some(
+    (ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0)),
+  ))
+}
