@@ -713,10 +713,24 @@ export interface MCPLoadedConfigs {
   exaApiKeys?: string[];
 }
 
+/** A31: what `connectServers` (v18) and `discoverAndConnect`'s `onStatus` hear. */
+export type McpConnectionStatusEvent =
+  | { type: "connecting"; serverNames: string[] }
+  | { type: "connected"; serverName: string }
+  | { type: "failed"; serverName: string; error: string; sourcePath?: string };
+
+/** A30: completes OAuth after a tool-level challenge; the refreshed config, if any. */
+export type MCPAuthHandler = (serverName: string, challenge: MCPAuthChallenge) => Promise<MCPServerConfig | undefined>;
+
 /** `discoverAndConnect`'s options; unknown fields are passed through to `loadConfigs`. */
 export interface MCPDiscoverOptions {
   loadConfigs?: (cwd: string, options: MCPDiscoverOptions) => Promise<MCPLoadedConfigs>;
+  /** M1: the names being connected (both compat modes). */
   onConnecting?: (serverNames: string[]) => void;
+  /** A31 (v18): every status event; a `loadConfigs` failure is `failed` for `".mcp.json"`. */
+  onStatus?: (event: McpConnectionStatusEvent) => void;
+  /** A30: passed to `loadConfigs`. */
+  filterBrowser?: boolean;
   enableProjectConfig?: boolean;
   filterExa?: boolean;
   [key: string]: unknown;
@@ -733,6 +747,9 @@ export interface MCPReconnectOptions {
 }
 
 export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
+  /** A40: the agent version to behave as (default `"v18"`). `"v12"`: `connectServers`' third
+   * argument is `onConnecting`, uncached servers are waited for (M4), `mcp_` tool names. */
+  compat?: "v12" | "v18";
   /** O1: OAuth options for an HTTP server whose config has no `oauth` of its own. */
   oauth?: (serverName: string, config: MCPHttpServerConfig | MCPSseServerConfig) => MCPOAuthOptions | undefined;
   /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
@@ -770,12 +787,18 @@ export declare class MCPManager<TTool = MCPTool> {
   setAuthStorage(storage: MCPAuthStorage | null | undefined): void;
   /** M3: the config with OAuth injected and every env / header value resolved (a copy). */
   prepareConfig<T extends MCPServerConfig>(config: T): Promise<T>;
-  /** M1/M4. */
+  /** M1/M4 and A31/A32: the third argument is `onStatus` (v18) or `onConnecting` (v12). */
   connectServers(
     configs: Record<string, MCPServerConfig>,
     sources?: Record<string, SourceMeta> | Map<string, SourceMeta>,
-    onConnecting?: (serverNames: string[]) => void,
+    onStatus?: ((event: McpConnectionStatusEvent) => void) | ((serverNames: string[]) => void),
   ): Promise<MCPLoadResult<TTool>>;
+  /** A32: the config of a known server: its connection's, else the one it was given. */
+  getServerConfig(name: string): MCPServerConfig | undefined;
+  /** A30: one process-wide slot, whichever subclass fills it. */
+  static instance(): MCPManager<any> | undefined;
+  static setInstance(manager?: MCPManager<any>): void;
+  static resetForTests(): void;
   /** M9. */
   discoverAndConnect(options?: MCPDiscoverOptions): Promise<MCPLoadResult<TTool>>;
   getTools(): TTool[];

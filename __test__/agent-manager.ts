@@ -134,6 +134,8 @@ export class AgentManager extends MCPManager<MyTool> {
         tools.map((definition) => new MyTool(serverName, definition, true, getConnection, source)),
     };
     super(cwd, cache, {
+      // The agent at v12 (A39/A40).
+      compat: "v12",
       toolFactory,
       logger,
       loadConfigs: async (dir, options) => {

@@ -240,7 +240,7 @@ describe("P6 notifications the client acts on", () => {
   });
 
   it("P6: the manager with autoRefreshTools lists again after tools/list_changed", async () => {
-    const manager = new native.MCPManager(process.cwd(), null, { autoRefreshTools: true });
+    const manager = new native.MCPManager(process.cwd(), null, { compat: "v12", autoRefreshTools: true });
     cleanups.push(() => manager.disconnectAll());
     await manager.connectServers({ fixture: fixtureConfig as any }, {});
     const connection = manager.getConnection("fixture")!;

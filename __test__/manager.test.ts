@@ -135,7 +135,8 @@ function setEnv(name: string, value: string) {
 
 /** A manager closed after the test. */
 function makeManager<T = MCPTool>(options?: MCPManagerOptions<T>, cache: MCPToolCache | null = null, cwd = tmp): MCPManager<T> {
-  const manager = new native.MCPManager<T>(cwd, cache, options);
+  // The v12 suite: the behaviour `compat: "v12"` keeps (A40).
+  const manager = new native.MCPManager<T>(cwd, cache, { compat: "v12", ...options });
   managers.push(manager);
   return manager;
 }
@@ -560,7 +561,7 @@ describe("M3 prepareConfig", () => {
         return { ...resolved, env: { ...(resolved as MCPStdioServerConfig).env, INJECTED_BY_SUBCLASS: "yes" } } as T;
       }
     }
-    const m = track(new Sub(tmp));
+    const m = track(new Sub(tmp, null, { compat: "v12" }));
     const result = await m.connectServers({ sub: fx("--marker-sub") }, {});
     expect(prepared).toEqual(["--marker-sub"]);
     const envTool = result.tools.find((t) => t.name === "mcp_sub_env")!;
@@ -926,7 +927,7 @@ describe("M8 refresh", () => {
         return super.refreshServerTools(name);
       }
     }
-    const m = track(new Sub(tmp, null));
+    const m = track(new Sub(tmp, null, { compat: "v12" }));
     await m.connectServers({ good: fx(), bad: fx() }, {});
     const toggle = m.getTools().find((t) => t.name === "mcp_good_toggle_extra")!;
     await toggle.execute({});
@@ -1004,6 +1005,7 @@ describe("M9 discoverAndConnect", () => {
     }
     const m = track(
       new Sub(tmp, null, {
+        compat: "v12",
         loadConfigs: async (cwd, options) => {
           loadCalls.push([cwd, options]);
           return { configs: { alpha: config }, sources: { alpha: src }, exaApiKeys: ["exa-1", "exa-2"] };
@@ -1046,6 +1048,7 @@ describe("M9 discoverAndConnect", () => {
     const config = fx();
     const connecting: string[][] = [];
     const { manager, result } = await native.createMCPManager(tmp, {
+      compat: "v12",
       toolCache: cache,
       startupTimeoutMs: 300,
       loadConfigs: async () => ({ configs: { made: config }, sources: {}, exaApiKeys: ["exa-key"] }),
@@ -1063,7 +1066,7 @@ describe("M9 discoverAndConnect", () => {
     expect(cache.sets[0][1]).toBe(config);
 
     writeFileSync(join(tmp, ".mcp.json"), JSON.stringify({ mcpServers: { filed: fx() } }));
-    const second = await native.createMCPManager(tmp);
+    const second = await native.createMCPManager(tmp, { compat: "v12" });
     track(second.manager);
     expect(second.result.connectedServers).toEqual(["filed"]);
   });

@@ -110,7 +110,7 @@ describe("FileToolCache", () => {
     const path = join(dir, "tools.json");
     const config = () => ({ command: process.execPath, args: [server, "--init-delay=800"] });
 
-    const first = new native.MCPManager(dir, new native.FileToolCache(path), { startupTimeoutMs: 100 });
+    const first = new native.MCPManager(dir, new native.FileToolCache(path), { compat: "v12", startupTimeoutMs: 100 });
     managers.push(first);
     const live = await first.connectServers({ cached: config() }, {});
     expect(live.connectedServers).toEqual(["cached"]);
@@ -126,7 +126,7 @@ describe("FileToolCache", () => {
     expect(written?.map((t) => t.name).sort()).toEqual(names.map((n) => n.replace(/^mcp_cached_/, "")).sort());
     await first.disconnectAll();
 
-    const second = new native.MCPManager(dir, new native.FileToolCache(path), { startupTimeoutMs: 100 });
+    const second = new native.MCPManager(dir, new native.FileToolCache(path), { compat: "v12", startupTimeoutMs: 100 });
     managers.push(second);
     const result = await second.connectServers({ cached: config() }, {});
     expect(result.connectedServers).toEqual([]);

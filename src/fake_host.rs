@@ -561,8 +561,11 @@ pub fn core_connect(host: &FakeHost, name: &str, config: &V) -> Pending<V> {
 }
 
 impl FakeHost {
+  /// The core tests were written for the v12 manager; v18's differences are set per test.
   pub fn new() -> Self {
-    FakeHost::default()
+    let host = FakeHost::default();
+    host.settings_mut().compat = crate::manager::host::Compat::V12;
+    host
   }
 
   /// The manager over this host; the host calls back into it as JS calls `this` (W1).
@@ -708,7 +711,8 @@ impl FakeHost {
   /// The default tools (M5) as plain objects, without `execute` (tests call
   /// `manager::tools::execute` themselves).
   fn build_tools(&self, server: &str, definitions: &V, deferred: bool) -> Result<V, V> {
-    let tools = default_tools(self, server, definitions)?
+    let compat = crate::manager::host::Settings::read(self, self.options().as_ref()).compat;
+    let tools = default_tools(self, server, definitions, compat)?
       .into_iter()
       .map(|spec| {
         V::object(vec![
@@ -1069,8 +1073,13 @@ impl ManagerHost for FakeHost {
         .collect();
       let manager = host.this()?;
       let report = manager
-        .connect_servers(entries, |names| {
-          host.record().connecting.push(names.to_vec());
+        .connect_servers(entries, {
+          let host = host.clone();
+          Rc::new(move |status| {
+            if let crate::manager::Status::Connecting(names) = status {
+              host.record().connecting.push(names.to_vec());
+            }
+          })
         })
         .await?;
       let errors = V::object(Vec::new());
@@ -1218,6 +1227,9 @@ impl ManagerHost for FakeHost {
       fields.push(("onNotification", V::Function));
     }
     fields.push(("autoRefreshTools", V::Bool(settings.auto_refresh_tools)));
+    if settings.compat == crate::manager::host::Compat::V12 {
+      fields.push(("compat", V::Str("v12".into())));
+    }
     Some(V::object(fields))
   }
 

@@ -11,6 +11,7 @@ mod host;
 mod http;
 pub(crate) mod js;
 mod js_error;
+mod js_slot;
 mod json_rpc;
 mod manager;
 mod mcp_client;

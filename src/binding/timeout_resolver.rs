@@ -1,17 +1,15 @@
 //! A9 `setTimeoutResolver(fn | null)`: a process-wide function that replaces §1's
 //! `timeout ?? 30000`, asked as each request, notify, connect or listener starts.
-use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use napi::Env;
 use napi_derive::napi;
 
-use super::js::{Held, Js, JsArg, Thrown, Value};
+use super::js::{Js, JsArg, Thrown, Value};
+use super::js_slot::{self, JsSlot};
 
 thread_local! {
-  // One per JS thread: a worker's functions can only be called on its own thread.
-  static RESOLVER: RefCell<Option<Held>> = const { RefCell::new(None) };
-  static CLEARED_AT_TEARDOWN: Cell<bool> = const { Cell::new(false) };
+  static RESOLVER: JsSlot = const { JsSlot::new() };
 }
 
 #[napi(
@@ -27,15 +25,7 @@ pub fn set_timeout_resolver(env: Env, resolver: Option<JsArg>) -> napi::Result<(
       "The \"resolver\" argument must be a function or null",
     ));
   }
-  let held = resolver.map(|r| Held::new(js, r));
-  if held.is_some() && !CLEARED_AT_TEARDOWN.with(|c| c.replace(true)) {
-    // The reference must go before the environment does.
-    js.on_teardown(|| {
-      RESOLVER.with(|slot| drop(slot.borrow_mut().take()));
-      CLEARED_AT_TEARDOWN.with(|c| c.set(false));
-    });
-  }
-  RESOLVER.with(|slot| *slot.borrow_mut() = held);
+  js_slot::set(&RESOLVER, js, resolver);
   Ok(())
 }
 
@@ -50,7 +40,7 @@ pub fn config_input(js: Js, config: Value) -> Option<f64> {
 /// resolver (the transport keeps its own), `Some(None)` for `0` (no timeout). A value that
 /// is not a non-negative number falls back to §1's rule; a throw is the caller's error.
 pub fn resolve(js: Js, input: Option<f64>) -> Result<Option<Option<Duration>>, Thrown> {
-  let Some(resolver) = RESOLVER.with(|slot| slot.borrow().as_ref().map(|h| h.get(js))) else {
+  let Some(resolver) = RESOLVER.with(|slot| slot.get(js)) else {
     return Ok(None);
   };
   let args: Vec<Value> = input.map(|n| js.number(n)).into_iter().collect();

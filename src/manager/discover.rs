@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::config_file::{read_project_configs, ProjectConfigs};
-use super::host::{Loader, ManagerHost};
+use super::host::{Compat, Loader, ManagerHost, Settings};
+use crate::host::HostFn;
 
 pub async fn discover_and_connect<H: ManagerHost>(
   host: H,
@@ -18,12 +19,27 @@ pub async fn discover_and_connect<H: ManagerHost>(
   } else {
     Loader::Constructor
   };
+  let v18 = Settings::read(&host, host.options().as_ref()).compat == Compat::V18;
+  let on_status = host.field(&options, "onStatus")?;
   let loaded = match host.load_configs(loader, &cwd, &options) {
-    Some(loading) => loading.await?,
-    None => {
-      let project =
-        read_project_configs(Path::new(&cwd)).map_err(|e| host.error(&e.to_string()))?;
-      project_configs(&host, &project)?
+    Some(loading) => loading.await,
+    None => read_project_configs(Path::new(&cwd))
+      .map_err(|e| host.error(&e.to_string()))
+      .and_then(|project| project_configs(&host, &project)),
+  };
+  let loaded = match loaded {
+    Ok(loaded) => loaded,
+    Err(error) => {
+      // A31: the config files themselves failed: one `failed` event, then the rejection.
+      if v18 && host.is_function(&on_status) {
+        let event = host.object(vec![
+          ("type", host.string("failed")),
+          ("serverName", host.string(".mcp.json")),
+          ("error", host.string(&host.message(&error))),
+        ])?;
+        let _ = host.call(&on_status, vec![event]).await;
+      }
+      return Err(error);
     }
   };
   let field = |name: &str| {
@@ -48,13 +64,51 @@ pub async fn discover_and_connect<H: ManagerHost>(
     None => host.array(Vec::new())?,
   };
   let on_connecting = host.field(&options, "onConnecting")?;
-  let result = host
-    .connect_servers(configs, sources, on_connecting)
-    .await?;
+  let third = if !v18 {
+    on_connecting
+  } else if !host.is_function(&on_connecting) {
+    on_status
+  } else {
+    // A31: `onConnecting` keeps M1's meaning beside v18's `onStatus`.
+    status_and_connecting(&host, on_status, on_connecting)?
+  };
+  let result = host.connect_servers(configs, sources, third).await?;
   if host.is_object(&result) {
     host.set_field(&result, "exaApiKeys", exa_keys)?;
   }
   Ok(result)
+}
+
+/// An `onStatus` that also hands each `connecting` event's names to `onConnecting`.
+fn status_and_connecting<H: ManagerHost>(
+  host: &H,
+  on_status: H::Value,
+  on_connecting: H::Value,
+) -> Result<H::Value, H::Value> {
+  let caller = host.clone();
+  let body: HostFn<H::Value> = std::rc::Rc::new(move |args: Vec<H::Value>| {
+    let host = caller.clone();
+    let (on_status, on_connecting) = (on_status.clone(), on_connecting.clone());
+    Box::pin(async move {
+      let event = args.into_iter().next().unwrap_or_else(|| host.undefined());
+      let connecting = host.is_object(&event)
+        && host
+          .field(&event, "type")
+          .ok()
+          .and_then(|t| host.as_string(&t))
+          .as_deref()
+          == Some("connecting");
+      if connecting {
+        let names = host.field(&event, "serverNames")?;
+        let _ = host.call(&on_connecting, vec![names]).await;
+      }
+      if host.is_function(&on_status) {
+        let _ = host.call(&on_status, vec![event]).await;
+      }
+      Ok(host.undefined())
+    })
+  });
+  host.function("onStatus", body)
 }
 
 /// `{configs, sources}` from `.mcp.json`; each source names the file (W3).

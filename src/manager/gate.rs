@@ -14,7 +14,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
 use super::connect::Outcome;
-use super::host::{Level, ManagerHost};
+use super::host::{Compat, Level, ManagerHost};
 use super::state::Phase;
 use super::validation::{join_messages, validate_server_config};
 use super::Manager;
@@ -37,6 +37,27 @@ pub struct Report<V> {
   pub connected: Vec<String>,
 }
 
+/// A31: what `onStatus` hears (v12 hears only `Connecting`, as `onConnecting`).
+pub enum Status<'a> {
+  /// The servers this call connects, in config order (with v18, the invalid ones too).
+  Connecting(&'a [String]),
+  /// Connected, its tools stored.
+  Connected(&'a str),
+  Failed {
+    server: &'a str,
+    error: &'a str,
+    /// `sources[server].path`.
+    source_path: Option<String>,
+  },
+}
+
+pub type StatusHook = Rc<dyn Fn(Status<'_>)>;
+
+/// A32: the error of a first connect that ended after a disconnect or a newer attempt.
+fn disconnected_during_connect(name: &str) -> String {
+  format!("Server \"{name}\" was disconnected during initial connection")
+}
+
 enum Event<V> {
   Settled(String, Outcome),
   GatePassed,
@@ -44,15 +65,20 @@ enum Event<V> {
 }
 
 impl<H: ManagerHost> Manager<H> {
-  /// M1: `on_connecting` hears the names actually being connected, before any waiting.
+  /// M1/A31: `status` hears the names actually being connected, before any waiting, and
+  /// (v18) how each of them ends, in or after the startup window.
   pub async fn connect_servers(
     self: &Rc<Self>,
     entries: Vec<Entry<H::Value>>,
-    on_connecting: impl FnOnce(&[String]),
+    status: StatusHook,
   ) -> Result<Report<H::Value>, H::Value> {
+    let v18 = self.settings().compat == Compat::V18;
     let mut names = Vec::new();
     let mut errors = Vec::new();
     let mut to_connect = Vec::new();
+    // A31: every server this call takes on, in config order, the invalid ones included.
+    let mut announced = Vec::new();
+    let mut invalid = Vec::new();
     for entry in entries {
       let name = entry.name;
       if let Some(source) = entry.source {
@@ -68,14 +94,21 @@ impl<H: ManagerHost> Manager<H> {
         }
       }
       if self.with(|s| s.get(&name).is_some_and(|server| server.is_busy())) {
-        names.push(name);
+        // A31: a connected server counts; one still on its way is left to that attempt.
+        let connected = self.with(|s| s.get(&name).is_some_and(|server| server.is_connected()));
+        if !v18 || connected {
+          names.push(name);
+        }
         continue;
       }
+      announced.push(name.clone());
       // M2 reads the config as JSON; one without a JSON form fails it like an empty one.
       let json = json_of(&self.host, &entry.config).ok().flatten();
       let problems = validate_server_config(&name, &json.unwrap_or(serde_json::Value::Null));
       if !problems.is_empty() {
-        errors.push((name, join_messages(&problems)));
+        let message = join_messages(&problems);
+        invalid.push((name.clone(), message.clone()));
+        errors.push((name, message));
         continue;
       }
       let waiter = self.host.waiter()?;
@@ -83,9 +116,16 @@ impl<H: ManagerHost> Manager<H> {
       names.push(name.clone());
       to_connect.push((name, generation));
     }
-    if !to_connect.is_empty() {
+    if v18 {
+      if !announced.is_empty() {
+        status(Status::Connecting(&announced));
+      }
+      for (name, message) in &invalid {
+        self.report_status(&status, name, &Outcome::Failed(message.clone()));
+      }
+    } else if !to_connect.is_empty() {
       let connecting: Vec<String> = to_connect.iter().map(|(n, _)| n.clone()).collect();
-      on_connecting(&connecting);
+      status(Status::Connecting(&connecting));
     }
     let (sender, mut outcomes) = mpsc::unbounded();
     let mut remaining: Vec<String> = Vec::new();
@@ -93,8 +133,15 @@ impl<H: ManagerHost> Manager<H> {
       remaining.push(name.clone());
       let manager = self.clone();
       let sender = sender.clone();
+      let status = status.clone();
       self.host.spawn(Box::pin(async move {
-        let outcome = manager.connect_server(&name, generation).await;
+        let mut outcome = manager.connect_server(&name, generation).await;
+        if v18 {
+          if matches!(outcome, Outcome::Abandoned) {
+            outcome = Outcome::Failed(disconnected_during_connect(&name));
+          }
+          manager.report_status(&status, &name, &outcome);
+        }
         // The answer went out already: what is left is only worth a log line.
         if let Err(unsent) = sender.unbounded_send((name, outcome)) {
           let (name, outcome) = unsent.into_inner();
@@ -111,6 +158,7 @@ impl<H: ManagerHost> Manager<H> {
     let mut gate = (!remaining.is_empty()).then(|| self.host.sleep(startup));
     let mut lookups: FuturesUnordered<LocalBoxFuture<'static, (String, Option<H::Value>)>> =
       FuturesUnordered::new();
+    // M4 (v12): servers still connecting with nothing cached are waited for.
     let mut uncached: HashSet<String> = HashSet::new();
     let mut gate_passed = false;
     loop {
@@ -147,8 +195,11 @@ impl<H: ManagerHost> Manager<H> {
             let config = self.with(|s| s.get(name).map(|server| server.config.clone()));
             let Some(config) = config else { continue };
             match self.host.cache_get(name, &config) {
+              // A32: with v18 an uncached server is not waited for; its tools come later.
               None => {
-                uncached.insert(name.clone());
+                if !v18 {
+                  uncached.insert(name.clone());
+                }
               }
               Some(lookup) => {
                 let name = name.clone();
@@ -158,7 +209,7 @@ impl<H: ManagerHost> Manager<H> {
           }
         }
         Event::Cached(name, definitions) => {
-          if remaining.contains(&name) && !self.defer_tools(&name, definitions) {
+          if remaining.contains(&name) && !self.defer_tools(&name, definitions) && !v18 {
             uncached.insert(name);
           }
         }
@@ -171,7 +222,26 @@ impl<H: ManagerHost> Manager<H> {
         errors.push((name, message));
       }
     }
-    self.report(&names, errors)
+    self.report(&names, errors, v18)
+  }
+
+  /// A31: a settled connect's `connected` or `failed` event.
+  fn report_status(&self, status: &StatusHook, name: &str, outcome: &Outcome) {
+    match outcome {
+      Outcome::Connected => status(Status::Connected(name)),
+      Outcome::Failed(message) => {
+        let source_path = self
+          .with(|s| s.source(name).cloned())
+          .and_then(|source| self.host.field(&source, "path").ok())
+          .and_then(|path| self.host.as_string(&path));
+        status(Status::Failed {
+          server: name,
+          error: message,
+          source_path,
+        })
+      }
+      Outcome::Abandoned => {}
+    }
   }
 
   /// M4: deferred tools from a cached listing for a server still connecting; false when
@@ -210,10 +280,12 @@ impl<H: ManagerHost> Manager<H> {
     }
   }
 
+  /// v12: the tools of this call's servers; v18: every tool the manager has, sorted (A33).
   fn report(
     &self,
     names: &[String],
     errors: Vec<(String, String)>,
+    v18: bool,
   ) -> Result<Report<H::Value>, H::Value> {
     let (arrays, connected) = self.with(|s| {
       let mut arrays = Vec::new();
@@ -228,6 +300,13 @@ impl<H: ManagerHost> Manager<H> {
       }
       (arrays, connected)
     });
+    if v18 {
+      return Ok(Report {
+        tools: self.tools()?,
+        errors,
+        connected,
+      });
+    }
     let tools = arrays
       .iter()
       .filter_map(|array| self.host.items(array))

@@ -25,9 +25,22 @@ pub enum Loader {
   Constructor,
 }
 
+/// A40: which agent's manager behaviour a manager has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Compat {
+  /// `compat: "v12"`: `connectServers`' third argument is `onConnecting`, uncached servers
+  /// are waited for (M4), `mcp_` names, reconnects and refreshes only when asked (M10).
+  V12,
+  /// The default: the agent at v18 (A30–A37).
+  #[default]
+  V18,
+}
+
 /// The options the manager reads when it needs them (the caller may change them later).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
+  /// A40 `options.compat`.
+  pub compat: Compat,
   /// M4: `options.startupTimeoutMs`, when a usable number.
   pub startup_timeout: Option<Duration>,
   /// M10: `options.reconnect`, when set.
@@ -64,7 +77,12 @@ impl Settings {
         number(&r, "maxDelayMs"),
       )
     });
+    let compat = match option("compat").and_then(|c| host.as_string(&c)).as_deref() {
+      Some("v12") => Compat::V12,
+      _ => Compat::V18,
+    };
     Settings {
+      compat,
       startup_timeout: number(options, "startupTimeoutMs")
         .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
       reconnect,

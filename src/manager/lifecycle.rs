@@ -22,14 +22,41 @@ pub enum Wait<V> {
 
 impl<H: ManagerHost> Manager<H> {
   /// W7: the tools of every known server, in configuration order.
+  /// Every server's tools; with v18 sorted by name in JS string order (A33), so the list
+  /// does not depend on which server answered first.
   pub fn tools(&self) -> Result<H::Value, H::Value> {
     let arrays: Vec<H::Value> = self.with(|s| s.iter().filter_map(|s| s.tools.clone()).collect());
-    let tools = arrays
+    let mut tools: Vec<H::Value> = arrays
       .iter()
       .filter_map(|array| self.host.items(array))
       .flatten()
       .collect();
+    if self.settings().compat == super::host::Compat::V18 {
+      let name = |tool: &H::Value| {
+        self
+          .host
+          .field(tool, "name")
+          .ok()
+          .and_then(|n| self.host.as_string(&n))
+          .unwrap_or_default()
+      };
+      let mut named: Vec<(String, H::Value)> = tools.drain(..).map(|t| (name(&t), t)).collect();
+      named.sort_by(|a, b| super::ordering::js_string_order(&a.0, &b.0));
+      tools = named.into_iter().map(|(_, t)| t).collect();
+    }
     self.host.array(tools)
+  }
+
+  /// A32: the config of a known server: its connection's, else the one it was given.
+  pub fn server_config(&self, name: &str) -> Option<H::Value> {
+    self.with(|s| {
+      let from_connection = s
+        .get(name)
+        .and_then(|server| server.connection())
+        .and_then(|c| self.host.field(c, "config").ok())
+        .filter(|c| !self.host.is_nullish(c));
+      from_connection.or_else(|| s.given_config(name).cloned())
+    })
   }
 
   pub fn connection(&self, name: &str) -> Option<H::Value> {
@@ -129,7 +156,7 @@ impl<H: ManagerHost> Manager<H> {
   /// M7: forgets the server (pending state, source, tools) and closes its transport.
   pub async fn disconnect_server(&self, name: &str) -> Result<(), H::Value> {
     let server = self.with(|s| {
-      s.forget_source(name);
+      s.forget_records(name);
       s.remove(name)
     });
     match server.and_then(|server| self.forget(server)) {

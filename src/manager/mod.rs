@@ -34,7 +34,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use discover::discover_and_connect;
-pub use gate::{Entry, Report};
+pub use gate::{Entry, Report, Status, StatusHook};
 use host::{Level, ManagerHost};
 pub use lifecycle::Wait;
 pub use prepare::{prepare_config, prepare_entries, Prepared};
@@ -71,6 +71,11 @@ impl<H: ManagerHost> Manager<H> {
 
   fn settings(&self) -> host::Settings {
     host::Settings::read(&self.host, self.host.options().as_ref())
+  }
+
+  /// A40: the agent version this manager behaves as.
+  pub fn settings_compat(&self) -> host::Compat {
+    self.settings().compat
   }
 
   fn not_connected(&self, name: &str) -> H::Value {

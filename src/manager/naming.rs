@@ -1,4 +1,6 @@
-//! MCP tool names as the agent spells them: `mcp_<server>_<tool>`.
+//! MCP tool names as the agent spells them: `mcp_<server>_<tool>` (v12) and
+//! `mcp__<server>_<tool>`, at most 64 characters (v18, A33).
+use sha2::{Digest, Sha256};
 
 /// Lowercases `part` and reduces it to `[a-z_]`: every run of other characters (digits
 /// included, as the agent does) becomes one `_`, and `_` runs collapse and are trimmed.
@@ -17,6 +19,48 @@ pub fn sanitize_name_part(part: &str) -> String {
 /// `mcp_<server>_<tool>`, without repeating the server when the tool name already starts
 /// with it (`github` + `github_create_issue` → `mcp_github_create_issue`).
 pub fn create_mcp_tool_name(server: &str, tool: &str) -> String {
+  format!("mcp_{}", server_and_tool(server, tool))
+}
+
+/// Validators of model APIs refuse longer tool names.
+const MAX_TOOL_NAME: usize = 64;
+const HASH_CHARS: usize = 8;
+
+/// A33: `mcp__<server>_<tool>`; a longer name keeps its first 55 characters and gains `_`
+/// and 8 base-36 characters of a hash of the whole name, stable across processes.
+pub fn create_v18_tool_name(server: &str, tool: &str) -> String {
+  let name = format!("mcp__{}", server_and_tool(server, tool));
+  if name.len() <= MAX_TOOL_NAME {
+    return name;
+  }
+  let digest = Sha256::digest(name.as_bytes());
+  let mut first = [0u8; 8];
+  first.copy_from_slice(&digest[..8]);
+  let hash: String = base36(u64::from_be_bytes(first))
+    .chars()
+    .take(HASH_CHARS)
+    .collect();
+  // Sanitized names are ASCII, so byte and character counts agree.
+  let keep = MAX_TOOL_NAME - hash.len() - 1;
+  format!("{}_{hash}", &name[..keep])
+}
+
+fn base36(mut n: u64) -> String {
+  const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+  let mut out = Vec::new();
+  loop {
+    out.push(DIGITS[(n % 36) as usize]);
+    n /= 36;
+    if n == 0 {
+      break;
+    }
+  }
+  out.reverse();
+  String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `<server>_<tool>` from sanitized parts, the tool without a leading copy of the server.
+fn server_and_tool(server: &str, tool: &str) -> String {
   let mut s = sanitize_name_part(server);
   if s.is_empty() {
     s.push_str("server");
@@ -26,13 +70,17 @@ pub fn create_mcp_tool_name(server: &str, tool: &str) -> String {
     t.push_str("tool");
   }
   let tool_part = t.strip_prefix(&format!("{s}_")).unwrap_or(&t);
-  format!("mcp_{s}_{tool_part}")
+  format!("{s}_{tool_part}")
 }
 
 /// Splits `mcp_<server>_<tool>` at the first `_` after the prefix; only exact for server
 /// names without `_`, which is as much as the name itself can tell.
 pub fn parse_mcp_tool_name(name: &str) -> Option<(String, String)> {
-  let (server, tool) = name.strip_prefix("mcp_")?.split_once('_')?;
+  // A33: v18's `mcp__` and v12's `mcp_` alike.
+  let rest = name
+    .strip_prefix("mcp__")
+    .or_else(|| name.strip_prefix("mcp_"))?;
+  let (server, tool) = rest.split_once('_')?;
   if server.is_empty() || tool.is_empty() {
     return None;
   }
@@ -42,6 +90,34 @@ pub fn parse_mcp_tool_name(name: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn a33_v18_names_have_two_underscores_and_at_most_64_characters() {
+    assert_eq!(
+      create_v18_tool_name("GitHub", "github_create_issue"),
+      "mcp__github_create_issue"
+    );
+    let long = create_v18_tool_name("a-very-long-server-name", &"tool_".repeat(20));
+    assert_eq!(long.len(), 64);
+    assert!(long.starts_with("mcp__a_very_long_server_name_tool_tool"));
+    assert_eq!(&long[55..56], "_");
+    assert!(long[56..]
+      .bytes()
+      .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()));
+    // Stable, and distinct for names that share the first 55 characters.
+    assert_eq!(
+      long,
+      create_v18_tool_name("a-very-long-server-name", &"tool_".repeat(20))
+    );
+    assert_ne!(
+      long,
+      create_v18_tool_name("a-very-long-server-name", &"tool_".repeat(21))
+    );
+    assert_eq!(
+      parse_mcp_tool_name("mcp__github_create_issue"),
+      Some(("github".into(), "create_issue".into()))
+    );
+  }
 
   #[test]
   fn sanitizes_parts() {

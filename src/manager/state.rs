@@ -79,6 +79,9 @@ pub struct Servers<H: ManagerHost> {
   list: Vec<Server<H>>,
   /// M1: recorded before validation, so a server whose config failed still has one (M6).
   sources: Vec<(String, H::Value)>,
+  /// A32: the config each server was last given, kept through a failed connect until the
+  /// server is disconnected.
+  configs: Vec<(String, H::Value)>,
   next_generation: u64,
 }
 
@@ -87,6 +90,7 @@ impl<H: ManagerHost> Default for Servers<H> {
     Servers {
       list: Vec::new(),
       sources: Vec::new(),
+      configs: Vec::new(),
       next_generation: 0,
     }
   }
@@ -118,6 +122,10 @@ impl<H: ManagerHost> Servers<H> {
   /// Starts (or restarts) a server's first connect; returns its generation.
   pub fn begin_connect(&mut self, name: &str, config: H::Value, waiter: H::Waiter) -> u64 {
     let generation = self.next_generation();
+    match self.configs.iter_mut().find(|(n, _)| n == name) {
+      Some(entry) => entry.1 = config.clone(),
+      None => self.configs.push((name.to_string(), config.clone())),
+    }
     match self.get_mut(name) {
       Some(server) => {
         server.config = config;
@@ -145,6 +153,7 @@ impl<H: ManagerHost> Servers<H> {
 
   pub fn take_all(&mut self) -> Vec<Server<H>> {
     self.sources.clear();
+    self.configs.clear();
     std::mem::take(&mut self.list)
   }
 
@@ -163,8 +172,14 @@ impl<H: ManagerHost> Servers<H> {
     }
   }
 
-  pub fn forget_source(&mut self, name: &str) {
+  pub fn forget_records(&mut self, name: &str) {
     self.sources.retain(|(n, _)| n != name);
+    self.configs.retain(|(n, _)| n != name);
+  }
+
+  /// The config `name` was last given (A32).
+  pub fn given_config(&self, name: &str) -> Option<&H::Value> {
+    self.configs.iter().find(|(n, _)| n == name).map(|(_, c)| c)
   }
 
   /// M6: every server with a recorded source, a connection or a connect in flight.

@@ -19,6 +19,22 @@ use crate::fake_host::{
 
 type Shared = Rc<Manager<FakeHost>>;
 
+/// A status hook that keeps the names of each `Connecting` it hears.
+fn heard_connecting() -> (super::StatusHook, Rc<RefCell<Vec<Vec<String>>>>) {
+  let heard = Rc::new(RefCell::new(Vec::new()));
+  let keep = heard.clone();
+  let hook: super::StatusHook = Rc::new(move |status| {
+    if let super::Status::Connecting(names) = status {
+      keep.borrow_mut().push(names.to_vec());
+    }
+  });
+  (hook, heard)
+}
+
+fn quiet() -> super::StatusHook {
+  Rc::new(|_| {})
+}
+
 fn entry_of(name: &str, config: V) -> Entry<V> {
   Entry {
     name: name.to_string(),
@@ -32,7 +48,7 @@ fn stdio(name: &str) -> Entry<V> {
 }
 
 async fn connect(manager: &Shared, entries: Vec<Entry<V>>) -> Report<V> {
-  manager.connect_servers(entries, |_| {}).await.unwrap()
+  manager.connect_servers(entries, quiet()).await.unwrap()
 }
 
 /// `connectServers` running on its own, so the test can act while it waits.
@@ -41,7 +57,7 @@ fn connect_in_background(
   entries: Vec<Entry<V>>,
 ) -> tokio::task::JoinHandle<Report<V>> {
   let manager = manager.clone();
-  spawn_local(async move { manager.connect_servers(entries, |_| {}).await.unwrap() })
+  spawn_local(async move { manager.connect_servers(entries, quiet()).await.unwrap() })
 }
 
 /// Each tool's name and whether it is deferred.
@@ -146,18 +162,16 @@ async fn m4_fast_servers_answer_once_all_settle_before_the_gate() {
     host.script("alpha", Script::new("alpha").tools(&["read"]).slow(10));
     host.script("beta", Script::new("beta").tools(&["write"]).slow(30));
     let manager = host.manager();
-    let mut heard = Vec::new();
+    let (hook, heard) = heard_connecting();
     let start = Instant::now();
 
     let report = manager
-      .connect_servers(vec![stdio("alpha"), stdio("beta")], |n| {
-        heard.push(n.to_vec())
-      })
+      .connect_servers(vec![stdio("alpha"), stdio("beta")], hook)
       .await
       .unwrap();
 
     assert_eq!(start.elapsed(), ms(30));
-    assert_eq!(heard, [["alpha", "beta"]]);
+    assert_eq!(*heard.borrow(), [["alpha", "beta"]]);
     // M5: default tool names, live.
     assert_eq!(
       flags(&report.tools),
@@ -398,12 +412,9 @@ async fn m2_w8_invalid_configs_are_reported_and_never_connected() {
       entry_of("many", v(json!({ "type": "ws", "command": "x", "url": "y" }))),
     ];
     let both = "both \"command\" and \"url\" are set - server should be either stdio (command) OR http/sse (url), not both";
-    let mut heard = false;
+    let (hook, heard) = heard_connecting();
     let start = Instant::now();
-    let report = manager
-      .connect_servers(entries, |_| heard = true)
-      .await
-      .unwrap();
+    let report = manager.connect_servers(entries, hook).await.unwrap();
     assert_eq!(start.elapsed(), ms(0));
     let expected = [
       ("both", format!("Server \"both\": {both}")),
@@ -431,7 +442,7 @@ async fn m2_w8_invalid_configs_are_reported_and_never_connected() {
       .map(|(n, m)| (n.to_string(), m))
       .collect();
     assert_eq!(report.errors, expected);
-    assert!(!heard);
+    assert!(heard.borrow().is_empty());
     assert!(report.connected.is_empty());
     assert_eq!(report.tools.to_json(), json!([]));
     let records = host.records();
@@ -500,14 +511,14 @@ async fn m1_a_concurrent_call_skips_the_server_that_is_pending() {
     tokio::task::yield_now().await;
     assert_eq!(manager.status("slow"), "connecting");
 
-    let mut heard = false;
+    let (hook, heard) = heard_connecting();
     let start = Instant::now();
     let second = manager
-      .connect_servers(vec![stdio("slow")], |_| heard = true)
+      .connect_servers(vec![stdio("slow")], hook)
       .await
       .unwrap();
     assert_eq!(start.elapsed(), ms(0));
-    assert!(!heard);
+    assert!(heard.borrow().is_empty());
     assert!(second.errors.is_empty());
     assert!(second.connected.is_empty());
     assert_eq!(second.tools.to_json(), json!([]));
@@ -526,15 +537,15 @@ async fn m1_on_connecting_hears_only_the_servers_actually_connected() {
     let host = FakeHost::new();
     let manager = host.manager();
     connect(&manager, vec![stdio("old")]).await;
-    let mut heard = Vec::new();
+    let (hook, heard) = heard_connecting();
     manager
       .connect_servers(
         vec![stdio("old"), entry_of("bad", v(json!({}))), stdio("new")],
-        |n| heard.push(n.to_vec()),
+        hook,
       )
       .await
       .unwrap();
-    assert_eq!(heard, [["new"]]);
+    assert_eq!(*heard.borrow(), [["new"]]);
   })
   .await;
 }
@@ -1407,6 +1418,107 @@ async fn m9_discover_reads_the_project_file_and_skips_disabled_servers() {
       .await
       .unwrap_err();
     assert!(failure.message().contains(".mcp.json"), "{failure:?}");
+  })
+  .await;
+}
+
+/// A hook that writes down every status event as text.
+fn status_log() -> (super::StatusHook, Rc<RefCell<Vec<String>>>) {
+  let log = Rc::new(RefCell::new(Vec::new()));
+  let keep = log.clone();
+  let hook: super::StatusHook = Rc::new(move |status| {
+    keep.borrow_mut().push(match status {
+      super::Status::Connecting(names) => format!("connecting {}", names.join(",")),
+      super::Status::Connected(name) => format!("connected {name}"),
+      super::Status::Failed { server, error, .. } => format!("failed {server}: {error}"),
+    });
+  });
+  (hook, log)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a31_a32_v18_events_come_in_order_and_an_uncached_slow_server_is_not_waited_for() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.cache(&[]);
+    host.script("zeta", Script::new("zeta").tools(&["read"]).slow(10));
+    host.script("alpha", Script::new("alpha").tools(&["write"]).slow(1000));
+    let manager = host.manager();
+    connect(&manager, vec![stdio("done")]).await;
+    let (hook, log) = status_log();
+    let start = Instant::now();
+    let report = manager
+      .connect_servers(
+        vec![
+          stdio("done"),
+          stdio("zeta"),
+          entry_of("bad", v(json!({}))),
+          stdio("alpha"),
+        ],
+        hook,
+      )
+      .await
+      .unwrap();
+    // A32: the window (250 ms), not the slow server's second.
+    assert_eq!(start.elapsed(), ms(250));
+    assert_eq!(
+      *log.borrow(),
+      [
+        "connecting zeta,bad,alpha",
+        "failed bad: Server \"bad\": stdio server requires \"command\" field",
+        "connected zeta",
+      ]
+    );
+    assert_eq!(report.connected, ["done", "zeta"]);
+    assert_eq!(report.errors.len(), 1);
+    // A33: every tool of the manager, sorted, in v18's spelling.
+    assert_eq!(names(&report.tools), ["mcp__zeta_read"]);
+    sleep(ms(1000)).await;
+    assert_eq!(
+      log.borrow().last().map(String::as_str),
+      Some("connected alpha")
+    );
+    assert_eq!(
+      names(&manager.tools().unwrap()),
+      ["mcp__alpha_write", "mcp__zeta_read"]
+    );
+  })
+  .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a32_v18_a_connect_outlived_by_a_disconnect_fails_with_its_own_message() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("slow", Script::new("slow").tools(&["read"]).slow(100));
+    let manager = host.manager();
+    let (hook, log) = status_log();
+    let connecting = {
+      let manager = manager.clone();
+      spawn_local(async move {
+        manager
+          .connect_servers(vec![stdio("slow")], hook)
+          .await
+          .unwrap()
+      })
+    };
+    sleep(ms(10)).await;
+    manager.disconnect_all().await;
+    let report = connecting.await.unwrap();
+    assert_eq!(
+      report.errors,
+      [(
+        "slow".to_string(),
+        "Server \"slow\" was disconnected during initial connection".to_string()
+      )]
+    );
+    assert_eq!(
+      log.borrow().last().map(String::as_str),
+      Some("failed slow: Server \"slow\" was disconnected during initial connection")
+    );
+    assert_eq!(manager.server_config("slow").map(|c| c.to_json()), None);
   })
   .await;
 }

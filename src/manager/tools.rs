@@ -1,7 +1,7 @@
 //! M5: what the default tool objects hold, and what their `execute` does. A factory
 //! (`options.toolFactory`) replaces them; the host builds the objects.
-use super::host::ManagerHost;
-use super::naming::create_mcp_tool_name;
+use super::host::{Compat, ManagerHost};
+use super::naming::{create_mcp_tool_name, create_v18_tool_name};
 use crate::host::Values;
 
 /// One default tool: `{name, label, description, parameters, mcpServerName, mcpToolName,
@@ -21,7 +21,12 @@ pub fn default_tools<H: Values>(
   host: &H,
   server: &str,
   definitions: &H::Value,
+  compat: Compat,
 ) -> Result<Vec<DefaultTool<H::Value>>, H::Value> {
+  let name_of = match compat {
+    Compat::V12 => create_mcp_tool_name,
+    Compat::V18 => create_v18_tool_name,
+  };
   let mut tools = Vec::new();
   for definition in host.items(definitions).unwrap_or_default() {
     if !host.is_object(&definition) {
@@ -35,7 +40,7 @@ pub fn default_tools<H: Values>(
       .filter(|d| !d.is_empty())
       .unwrap_or_else(|| format!("MCP tool from {server}"));
     tools.push(DefaultTool {
-      name: create_mcp_tool_name(server, &tool),
+      name: name_of(server, &tool),
       label: format!("{server}/{tool}"),
       description,
       parameters: parameters(host, &host.field(&definition, "inputSchema")?)?,

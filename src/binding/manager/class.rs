@@ -12,9 +12,17 @@ use crate::binding::executor::promise;
 use crate::binding::host::call_method;
 use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
+use crate::binding::js_slot::{self, JsSlot};
 use crate::binding::transport_class::{finish, thrown};
 use crate::host::Values;
-use crate::manager::{discover_and_connect, prepare_config, Entry, Manager, Wait};
+use crate::manager::host::Compat;
+use crate::manager::{
+  discover_and_connect, prepare_config, Entry, Manager, Status, StatusHook, Wait,
+};
+
+thread_local! {
+  static INSTANCE: JsSlot = const { JsSlot::new() };
+}
 
 #[napi(js_name = "MCPManager")]
 pub struct JsMcpManager {
@@ -58,6 +66,34 @@ fn string_array(js: Js, names: &[String]) -> Result<Value, Thrown> {
     js.set_element(array, i as u32, js.string(name))?;
   }
   Ok(array)
+}
+
+/// A31: `McpConnectionStatusEvent` objects.
+fn status_event(js: Js, event: Status<'_>) -> Result<Value, Thrown> {
+  let object = js.object()?;
+  match event {
+    Status::Connecting(names) => {
+      js.set(object, "type", js.string("connecting"));
+      js.set(object, "serverNames", string_array(js, names)?);
+    }
+    Status::Connected(name) => {
+      js.set(object, "type", js.string("connected"));
+      js.set(object, "serverName", js.string(name));
+    }
+    Status::Failed {
+      server,
+      error,
+      source_path,
+    } => {
+      js.set(object, "type", js.string("failed"));
+      js.set(object, "serverName", js.string(server));
+      js.set(object, "error", js.string(error));
+      if let Some(path) = source_path {
+        js.set(object, "sourcePath", js.string(&path));
+      }
+    }
+  }
+  Ok(object)
 }
 
 impl JsMcpManager {
@@ -168,20 +204,26 @@ impl JsMcpManager {
       Ok(entries) => entries,
       Err(Thrown(error)) => return finish(js, js.rejected(error)),
     };
-    let on_connecting = on_connecting
+    let callback = on_connecting
       .map(|c| c.0)
       .filter(|c| js.is_function(*c))
       .map(|c| Held::new(js, c));
+    let v18 = manager.settings_compat() == Compat::V18;
+    let status: StatusHook = Rc::new(move |event: Status<'_>| {
+      let Some(callback) = &callback else { return };
+      let argument = match (v18, event) {
+        (false, Status::Connecting(names)) => string_array(js, names),
+        (false, _) => return,
+        (true, event) => status_event(js, event),
+      };
+      if let Ok(argument) = argument {
+        // The connects are registered already; a throwing callback only loses itself.
+        let _ = js.call(callback.get(js), js.undefined(), &[argument]);
+      }
+    });
     let host = manager.host().clone();
     let connecting = async move {
-      let report = manager
-        .connect_servers(entries, |names| {
-          if let (Some(callback), Ok(list)) = (on_connecting, string_array(js, names)) {
-            // The connects are registered already; a throwing callback only loses itself.
-            let _ = js.call(callback.get(js), js.undefined(), &[list]);
-          }
-        })
-        .await?;
+      let report = manager.connect_servers(entries, status).await?;
       let built = (|| {
         let errors = js.construct(js.get(js.global(), "Map")?, &[])?;
         let set = js.get(errors, "set")?;
@@ -245,6 +287,38 @@ impl JsMcpManager {
       .rust_string(name.0)
       .and_then(|name| self.manager.connection(&name));
     JsRaw(connection.map_or_else(|| js.undefined(), |c| c.get(js)))
+  }
+
+  /// A32: the caller's config of a known server (its connection's, else the one given).
+  #[napi(js_name = "getServerConfig", skip_typescript)]
+  pub fn get_server_config(&self, env: Env, name: JsArg) -> JsRaw {
+    let js = Js::new(env.raw());
+    let config = js
+      .rust_string(name.0)
+      .and_then(|name| self.manager.server_config(&name));
+    JsRaw(config.map_or_else(|| js.undefined(), |c| c.get(js)))
+  }
+
+  /// A30: the process-wide manager (one slot, whichever subclass fills it).
+  #[napi(js_name = "instance", skip_typescript)]
+  pub fn instance(env: Env) -> JsRaw {
+    let js = Js::new(env.raw());
+    JsRaw(
+      INSTANCE
+        .with(|slot| slot.get(js))
+        .unwrap_or_else(|| js.undefined()),
+    )
+  }
+
+  #[napi(js_name = "setInstance", skip_typescript)]
+  pub fn set_instance(env: Env, manager: Option<JsArg>) {
+    let js = Js::new(env.raw());
+    js_slot::set(&INSTANCE, js, optional(js, manager));
+  }
+
+  #[napi(js_name = "resetForTests", skip_typescript)]
+  pub fn reset_for_tests() {
+    js_slot::clear(&INSTANCE);
   }
 
   #[napi(js_name = "getConnectionStatus", skip_typescript)]

@@ -94,7 +94,12 @@ fn build(
   connection: Option<&Held>,
 ) -> Result<Held, Held> {
   let js = host.js();
-  let specs = default_tools(host, server, definitions)?;
+  let compat = crate::manager::host::Settings::read(
+    host,
+    crate::manager::host::ManagerHost::options(host).as_ref(),
+  )
+  .compat;
+  let specs = default_tools(host, server, definitions, compat)?;
   let built = (|| {
     let tools = js.array(specs.len())?;
     for (index, spec) in specs.into_iter().enumerate() {

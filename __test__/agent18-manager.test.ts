@@ -1,0 +1,161 @@
+// SPEC-AGENT18 A30–A33 (the manager as the v18 agent has it, the default compat) against
+// the stdio fixture: status events, the startup gate that does not wait for an uncached
+// stalled server, the config kept for a server, sorted `mcp__` tool names, the one
+// process-wide instance slot.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { MCPManager, MCPStdioServerConfig, McpConnectionStatusEvent } from "../index.js";
+import { native, server, sleep, waitFor } from "./helpers";
+
+const fx = (...flags: string[]): MCPStdioServerConfig => ({ command: process.execPath, args: [server, ...flags] });
+const managers: MCPManager<any>[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  native.MCPManager.resetForTests();
+  await Promise.all(managers.splice(0).map((m) => m.disconnectAll()));
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+function make(options: Record<string, unknown> = {}, cache: any = null) {
+  const dir = mkdtempSync(join(tmpdir(), "mcp-native-a18-"));
+  dirs.push(dir);
+  const manager = new native.MCPManager(dir, cache, options);
+  managers.push(manager);
+  return manager;
+}
+
+describe("A31 status events", () => {
+  it("A31: connecting (config order, invalid included), failed per invalid one, then connected or failed with sourcePath", async () => {
+    // A window longer than any spawn: every server settles inside it, so the call waits.
+    const manager = make({ startupTimeoutMs: 10_000 });
+    const events: McpConnectionStatusEvent[] = [];
+    const result = await manager.connectServers(
+      { zeta: fx(), bad: {} as any, broken: fx("--init-error") },
+      { broken: { provider: "t", providerName: "T", path: "/cfg/.mcp.json", level: "project" } },
+      (event) => events.push(event as McpConnectionStatusEvent),
+    );
+    expect(events[0]).toEqual({ type: "connecting", serverNames: ["zeta", "bad", "broken"] });
+    expect(events[1]).toEqual({ type: "failed", serverName: "bad", error: expect.stringContaining('Server "bad"') });
+    expect(events.slice(2)).toEqual(
+      expect.arrayContaining([
+        { type: "connected", serverName: "zeta" },
+        { type: "failed", serverName: "broken", error: expect.stringContaining("Initialization refused"), sourcePath: "/cfg/.mcp.json" },
+      ]),
+    );
+    expect(events).toHaveLength(4);
+    expect(result.connectedServers).toEqual(["zeta"]);
+    expect([...result.errors.keys()].sort()).toEqual(["bad", "broken"]);
+  });
+
+  it("A31: a connected server is counted without events; one still connecting is left alone", async () => {
+    const manager = make({ startupTimeoutMs: 10_000 });
+    await manager.connectServers({ up: fx() }, {});
+    const slow = manager.connectServers({ slow: fx("--init-delay=600") }, {});
+    const events: McpConnectionStatusEvent[] = [];
+    const again = await manager.connectServers({ up: fx(), slow: fx("--init-delay=600") }, {}, (e) => events.push(e as McpConnectionStatusEvent));
+    expect(events).toEqual([]);
+    expect(again.connectedServers).toEqual(["up"]);
+    expect(again.errors.size).toBe(0);
+    await slow;
+  });
+
+  it("A31: discoverAndConnect's onStatus hears a loadConfigs failure as .mcp.json, and onConnecting keeps its meaning", async () => {
+    const manager = make();
+    const events: unknown[] = [];
+    await expect(
+      manager.discoverAndConnect({ loadConfigs: async () => Promise.reject(new Error("bad file")), onStatus: (e) => events.push(e) }),
+    ).rejects.toThrow("bad file");
+    expect(events).toEqual([{ type: "failed", serverName: ".mcp.json", error: "bad file" }]);
+    const connecting: string[][] = [];
+    const statuses: string[] = [];
+    await manager.discoverAndConnect({
+      loadConfigs: async () => ({ configs: { one: fx() }, sources: {} }),
+      onConnecting: (names) => connecting.push(names),
+      onStatus: (e) => statuses.push(e.type),
+    });
+    expect(connecting).toEqual([["one"]]);
+    expect(statuses).toEqual(["connecting", "connected"]);
+  });
+});
+
+describe("A32 the startup gate", () => {
+  it("A32: an uncached server still connecting after the window is not waited for and is in neither list; its tools come later", async () => {
+    const manager = make({ startupTimeoutMs: 1500 });
+    const events: string[] = [];
+    const started = Date.now();
+    const result = await manager.connectServers({ quick: fx(), stalled: fx("--init-delay=4000") }, {}, (e: any) =>
+      events.push(`${e.type} ${e.serverName ?? e.serverNames}`),
+    );
+    // The window, not the stalled server's four seconds.
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(result.connectedServers).toEqual(["quick"]);
+    expect(result.errors.has("stalled")).toBe(false);
+    expect(manager.getConnectionStatus("stalled")).toBe("connecting");
+    expect(await waitFor(() => manager.getConnectionStatus("stalled") === "connected", 8000)).toBe(true);
+    expect(events).toContain("connected stalled");
+    expect(manager.getTools().some((t: any) => t.mcpServerName === "stalled")).toBe(true);
+  });
+
+  it("A32: getServerConfig gives the connection's config, else the one given before connecting; a disconnect during the connect says so", async () => {
+    const manager = make({ startupTimeoutMs: 20 });
+    const config = fx("--init-delay=400");
+    const events: any[] = [];
+    const result = manager.connectServers({ late: config }, {}, (e) => events.push(e));
+    await sleep(50);
+    expect(manager.getServerConfig("late")).toBe(config);
+    await result;
+    await manager.disconnectAll();
+    await sleep(600);
+    expect(events.at(-1)).toEqual({ type: "failed", serverName: "late", error: 'Server "late" was disconnected during initial connection' });
+    expect(manager.getServerConfig("late")).toBeUndefined();
+    const failing = fx("--init-error");
+    const again = make({ startupTimeoutMs: 10_000 });
+    await again.connectServers({ failing }, {});
+    expect(again.getServerConfig("failing")).toBe(failing);
+  });
+});
+
+describe("A33 tool names", () => {
+  it("A33: v18 names are mcp__<server>_<tool>, capped at 64; the list is sorted and parseMCPToolName reads both spellings", async () => {
+    const manager = make({ startupTimeoutMs: 10_000 });
+    await manager.connectServers({ zeta: fx(), alpha: fx() }, {});
+    const names = manager.getTools().map((t: any) => t.name);
+    expect(names.length).toBeGreaterThan(2);
+    expect(names.every((n: string) => n.startsWith("mcp__alpha_") || n.startsWith("mcp__zeta_"))).toBe(true);
+    expect(names).toEqual([...names].sort());
+    expect(native.parseMCPToolName("mcp__alpha_echo")).toEqual({ serverName: "alpha", toolName: "echo" });
+    expect(native.parseMCPToolName("mcp_alpha_echo")).toEqual({ serverName: "alpha", toolName: "echo" });
+    const long = make({ startupTimeoutMs: 10_000 });
+    await long.connectServers({ [`s${"x".repeat(70)}`]: fx() }, {});
+    for (const tool of long.getTools() as any[]) {
+      expect(tool.name.length).toBeLessThanOrEqual(64);
+      expect(tool.name).toMatch(/^mcp__s?x+_[0-9a-z]{8}$/);
+    }
+    expect(new Set(long.getTools().map((t: any) => t.name)).size).toBe(long.getTools().length);
+  });
+
+  it('A40: compat "v12" keeps mcp_ names and the onConnecting third argument', async () => {
+    const manager = make({ compat: "v12" });
+    const heard: unknown[] = [];
+    await manager.connectServers({ old: fx() }, {}, (names: any) => heard.push(names));
+    expect(heard).toEqual([["old"]]);
+    expect(manager.getTools().every((t: any) => t.name.startsWith("mcp_old_"))).toBe(true);
+  });
+});
+
+describe("A30 the instance slot", () => {
+  it("A30: instance(), setInstance(m?) and resetForTests() share one slot, subclasses included", () => {
+    class Sub extends native.MCPManager {}
+    expect(native.MCPManager.instance()).toBeUndefined();
+    const sub = new Sub(process.cwd());
+    native.MCPManager.setInstance(sub);
+    expect(Sub.instance()).toBe(sub);
+    expect(native.MCPManager.instance()).toBe(sub);
+    Sub.setInstance(undefined);
+    expect(native.MCPManager.instance()).toBeUndefined();
+    Sub.setInstance(sub);
+    native.MCPManager.resetForTests();
+    expect(Sub.instance()).toBeUndefined();
+  });
+});
