@@ -47,3 +47,21 @@ describe("the v18 transports on Bun", () => {
     expect(await ids(plain)).toEqual([1, 2]);
   });
 });
+
+describe("the v18 manager on Bun", () => {
+  it("A31/A32: status events and a gate that does not wait for a stalled uncached server", async () => {
+    const manager = new native.MCPManager(process.cwd(), null, { startupTimeoutMs: 1500 });
+    cleanups.push(() => manager.disconnectAll());
+    const events: string[] = [];
+    const started = performance.now();
+    const result = await manager.connectServers(
+      { quick: { command: "node", args: [server] }, stalled: { command: "node", args: [server, "--init-delay=4000"] } },
+      {},
+      (e: any) => events.push(`${e.type} ${e.serverName ?? e.serverNames.join(",")}`),
+    );
+    expect(performance.now() - started).toBeLessThan(3000);
+    expect(result.connectedServers).toEqual(["quick"]);
+    expect(events).toEqual(["connecting quick,stalled", "connected quick"]);
+    expect(manager.getTools().every((t: any) => t.name.startsWith("mcp__quick_"))).toBe(true);
+  });
+});
