@@ -713,10 +713,24 @@ export interface MCPLoadedConfigs {
   exaApiKeys?: string[];
 }
 
+/** A31: what `connectServers` (v18) and `discoverAndConnect`'s `onStatus` hear. */
+export type McpConnectionStatusEvent =
+  | { type: "connecting"; serverNames: string[] }
+  | { type: "connected"; serverName: string }
+  | { type: "failed"; serverName: string; error: string; sourcePath?: string };
+
+/** A30: completes OAuth after a tool-level challenge; the refreshed config, if any. */
+export type MCPAuthHandler = (serverName: string, challenge: MCPAuthChallenge) => Promise<MCPServerConfig | undefined>;
+
 /** `discoverAndConnect`'s options; unknown fields are passed through to `loadConfigs`. */
 export interface MCPDiscoverOptions {
   loadConfigs?: (cwd: string, options: MCPDiscoverOptions) => Promise<MCPLoadedConfigs>;
+  /** M1: the names being connected (both compat modes). */
   onConnecting?: (serverNames: string[]) => void;
+  /** A31 (v18): every status event; a `loadConfigs` failure is `failed` for `".mcp.json"`. */
+  onStatus?: (event: McpConnectionStatusEvent) => void;
+  /** A30: passed to `loadConfigs`. */
+  filterBrowser?: boolean;
   enableProjectConfig?: boolean;
   filterExa?: boolean;
   [key: string]: unknown;
@@ -733,6 +747,9 @@ export interface MCPReconnectOptions {
 }
 
 export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
+  /** A40: the agent version to behave as (default `"v18"`). `"v12"`: `connectServers`' third
+   * argument is `onConnecting`, uncached servers are waited for (M4), `mcp_` tool names. */
+  compat?: "v12" | "v18";
   /** O1: OAuth options for an HTTP server whose config has no `oauth` of its own. */
   oauth?: (serverName: string, config: MCPHttpServerConfig | MCPSseServerConfig) => MCPOAuthOptions | undefined;
   /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
@@ -770,12 +787,18 @@ export declare class MCPManager<TTool = MCPTool> {
   setAuthStorage(storage: MCPAuthStorage | null | undefined): void;
   /** M3: the config with OAuth injected and every env / header value resolved (a copy). */
   prepareConfig<T extends MCPServerConfig>(config: T): Promise<T>;
-  /** M1/M4. */
+  /** M1/M4 and A31/A32: the third argument is `onStatus` (v18) or `onConnecting` (v12). */
   connectServers(
     configs: Record<string, MCPServerConfig>,
     sources?: Record<string, SourceMeta> | Map<string, SourceMeta>,
-    onConnecting?: (serverNames: string[]) => void,
+    onStatus?: ((event: McpConnectionStatusEvent) => void) | ((serverNames: string[]) => void),
   ): Promise<MCPLoadResult<TTool>>;
+  /** A32: the config of a known server: its connection's, else the one it was given. */
+  getServerConfig(name: string): MCPServerConfig | undefined;
+  /** A30: one process-wide slot, whichever subclass fills it. */
+  static instance(): MCPManager<any> | undefined;
+  static setInstance(manager?: MCPManager<any>): void;
+  static resetForTests(): void;
   /** M9. */
   discoverAndConnect(options?: MCPDiscoverOptions): Promise<MCPLoadResult<TTool>>;
   getTools(): TTool[];
@@ -910,6 +933,59 @@ export declare class HttpTransport {
 }
 export type JsHttpTransport = HttpTransport
 
+/**
+ * An MCP server that only speaks the legacy HTTP+SSE protocol (2024-11-05): `connect()`
+ * opens its event stream, whose `endpoint` event names where messages are POSTed; the
+ * answers come on that stream.
+ */
+export declare class LegacySseTransport {
+  /** True between a successful `connect()` and the close. */
+  get connected(): boolean
+  /** Sends a JSON-RPC request and resolves with its `result` (T2–T9). */
+  request<T = unknown>(method: string, params?: Record<string, unknown>, options?: MCPRequestOptions): Promise<T>
+  /** Sends a JSON-RPC notification (T2). */
+  notify(method: string, params?: Record<string, unknown>): Promise<void>
+  /**
+   * Closes the transport: pending requests reject with "Transport closed"; resolves
+   * after `onClose` has fired (exactly once). Idempotent.
+   */
+  close(): Promise<void>
+  get onClose(): (() => void) | undefined
+  set onClose(callback: (() => void) | undefined)
+  get onError(): ((error: Error) => void) | undefined
+  set onError(callback: ((error: Error) => void) | undefined)
+  get onNotification(): ((method: string, params: unknown) => void) | undefined
+  set onNotification(callback: ((method: string, params: unknown) => void) | undefined)
+  get onRequest(): ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined
+  set onRequest(callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined)
+  /**
+   * H8: over HTTP in the handshake era, opens the server's GET event stream and
+   * delivers what arrives on it until the stream ends or `close()` (stdio: nothing to
+   * open). N7: in the stateless era, opens a `subscriptions/listen` subscription for
+   * `filter` (default: every list change) instead. Resolves when it stops (at once
+   * when there is nothing to open); never rejects. Start it without awaiting.
+   */
+  startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
+  constructor(config: MCPSseServerConfig)
+  /** The server URL (the event stream's). */
+  get url(): string
+  /**
+   * GETs `url` and resolves once its `endpoint` event names where messages go (A22).
+   * Rejects with `HTTP <status>: <body>`, `Legacy SSE endpoint event not received`,
+   * `Legacy SSE endpoint timeout after <ms>ms`, … A second call while connected is a
+   * no-op; while connecting it gets the same promise.
+   */
+  connect(): Promise<void>
+  /**
+   * A10: asked on a 401/403 to a POST: headers that replace `config.headers` for one
+   * retry of that POST (and all later traffic), or `null` to give up with the original
+   * error.
+   */
+  get onAuthError(): (() => Promise<Record<string, string> | null>) | undefined
+  set onAuthError(callback: (() => Promise<Record<string, string> | null>) | undefined)
+}
+export type JsLegacySseTransport = LegacySseTransport
+
 /** A connected MCP server as one object (C6). */
 export declare class MCPClient {
   /** Wraps a connection made by `connectToServer` (or built by hand). */
@@ -1013,6 +1089,12 @@ export declare function connectToServer(name: string, config: MCPServerConfig, o
  * TypeError (E2).
  */
 export declare function createHttpTransport(config: MCPHttpServerConfig | MCPSseServerConfig, options?: { oauth?: MCPOAuthOptions }): Promise<HttpTransport>
+
+/**
+ * `new LegacySseTransport(config)` + `connect()`. Never throws: a bad config rejects with
+ * a TypeError (E2).
+ */
+export declare function createSseTransport(config: MCPSseServerConfig): Promise<LegacySseTransport>
 
 /**
  * `new StdioTransport(config)` + `connect()` (S1). Never throws: bad config rejects with a

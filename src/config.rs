@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::host::Values;
 use crate::oauth::{Grant, OAuthSettings};
 use crate::transport::http::HttpConfig;
+use crate::transport::legacy_sse::LegacySseConfig;
 use crate::transport::stdio::{StdioConfig, DEFAULT_MAX_MESSAGE_BYTES};
 
 pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
@@ -130,16 +131,8 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     Some("sse") => true,
     _ => return Err("The \"type\" field must be \"http\" or \"sse\"".to_string()),
   };
-  let url = field(host, config, "url")?
-    .and_then(|v| host.as_string(&v))
-    .filter(|u| !u.is_empty())
-    .ok_or("The \"url\" field must be a non-empty string")?;
-  let url = reqwest::Url::parse(&url)
-    .ok()
-    .filter(|u| matches!(u.scheme(), "http" | "https"))
-    .ok_or_else(|| format!("The \"url\" field must be an http(s) URL, got {url:?}"))?;
   Ok(HttpConfig {
-    url,
+    url: http_url(host, config)?,
     headers: string_record(host, config, "headers")?,
     timeout: timeout(host, config)?,
     max_message_bytes: max_message_bytes(host, config)?,
@@ -147,6 +140,38 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     allow_legacy,
     max_resumptions: max_resumptions(host, config)?,
     oauth: oauth_settings(host, config)?,
+    auth_error_hook: Default::default(),
+  })
+}
+
+/// `url`: an http(s) URL.
+fn http_url<H: Values>(host: &H, config: &H::Value) -> ConfigResult<reqwest::Url> {
+  let url = field(host, config, "url")?
+    .and_then(|v| host.as_string(&v))
+    .filter(|u| !u.is_empty())
+    .ok_or("The \"url\" field must be a non-empty string")?;
+  reqwest::Url::parse(&url)
+    .ok()
+    .filter(|u| matches!(u.scheme(), "http" | "https"))
+    .ok_or_else(|| format!("The \"url\" field must be an http(s) URL, got {url:?}"))
+}
+
+/// A22: the legacy HTTP+SSE config. `type` may be left out, as the class names the
+/// protocol already; any other type than "sse" is a mistake.
+pub fn legacy_sse_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<LegacySseConfig> {
+  if !is_record(host, config) {
+    return Err("The \"config\" argument must be an object".to_string());
+  }
+  let kind = field(host, config, "type")?;
+  if kind.is_some_and(|k| host.as_string(&k).as_deref() != Some("sse")) {
+    return Err("The \"type\" field must be \"sse\"".to_string());
+  }
+  Ok(LegacySseConfig {
+    url: http_url(host, config)?,
+    headers: string_record(host, config, "headers")?,
+    timeout: timeout(host, config)?,
+    max_message_bytes: max_message_bytes(host, config)?,
+    string_ids: string_ids(host, config)?,
     auth_error_hook: Default::default(),
   })
 }

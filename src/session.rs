@@ -740,6 +740,13 @@ impl Session {
     true
   }
 
+  /// A22: connects a session that `disconnect` left unconnected while its transport was
+  /// still opening its channel (the legacy SSE stream before its endpoint event). Only for
+  /// a session that has carried no frame yet: nothing of a closed one comes back.
+  pub fn open(&self) {
+    self.state().connected = true;
+  }
+
   /// N5/N7: request `ticket`, whose stream broke, goes out again under a new id (the one
   /// returned); its answer still settles `ticket`. `None` once it is no longer pending.
   pub fn reissue(&self, ticket: u64) -> Option<u64> {

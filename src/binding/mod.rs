@@ -13,6 +13,7 @@ pub(crate) mod js;
 mod js_error;
 mod js_slot;
 mod json_rpc;
+mod legacy_sse;
 mod manager;
 mod mcp_client;
 pub(crate) mod pump;

@@ -299,22 +299,9 @@ impl Shared {
     if !self.config.auth_error_hook.load(Ordering::Acquire) {
       return false;
     }
-    let Ok(Some(text)) = self.host.call(HostCall::AuthError).await else {
+    let Some(pairs) = auth_error_headers(self.host.as_ref()).await else {
       return false;
     };
-    let Ok(Some(record)) =
-      serde_json::from_str::<Option<std::collections::BTreeMap<String, serde_json::Value>>>(&text)
-    else {
-      return false;
-    };
-    let pairs: Vec<(String, String)> = record
-      .into_iter()
-      .filter_map(|(name, value)| match value {
-        serde_json::Value::String(text) => Some((name, text)),
-        serde_json::Value::Number(n) => Some((name, n.to_string())),
-        _ => None,
-      })
-      .collect();
     if let Ok(mut headers) = self.headers.write() {
       *headers = compose_headers(&pairs);
     }
@@ -711,8 +698,28 @@ fn compose_headers(configured: &[(String, String)]) -> HeaderMap {
   headers
 }
 
+/// O6/A10: what `onAuthError()` settled with, as header pairs; `None` for `null` (or no
+/// hook, or anything that is not a record).
+pub(crate) async fn auth_error_headers(host: &dyn AuthHost) -> Option<Vec<(String, String)>> {
+  let Ok(Some(text)) = host.call(HostCall::AuthError).await else {
+    return None;
+  };
+  let record =
+    serde_json::from_str::<Option<std::collections::BTreeMap<String, serde_json::Value>>>(&text)
+      .ok()??;
+  let pairs = record
+    .into_iter()
+    .filter_map(|(name, value)| match value {
+      serde_json::Value::String(text) => Some((name, text)),
+      serde_json::Value::Number(n) => Some((name, n.to_string())),
+      _ => None,
+    })
+    .collect();
+  Some(pairs)
+}
+
 /// The flow's host calls travel the event queue to the JS thread and back.
-struct HostThroughEvents(Arc<dyn EventSink>);
+pub(crate) struct HostThroughEvents(pub(crate) Arc<dyn EventSink>);
 
 impl AuthHost for HostThroughEvents {
   fn call(&self, call: HostCall) -> futures::future::BoxFuture<'static, HostAnswer> {
@@ -1242,13 +1249,13 @@ async fn deliver_events(
   Ok(())
 }
 
-enum ReadItem {
+pub(crate) enum ReadItem {
   Event(SseEvent),
   TooLarge,
 }
 
 /// Pulls SSE events out of a response body.
-struct EventReader {
+pub(crate) struct EventReader {
   body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
   parser: SseParser,
   ready: std::collections::VecDeque<SseItem>,
@@ -1257,7 +1264,7 @@ struct EventReader {
 }
 
 impl EventReader {
-  fn new(response: Response, limit: usize) -> Self {
+  pub(crate) fn new(response: Response, limit: usize) -> Self {
     let url = response.url().clone();
     EventReader {
       body: response.bytes_stream().boxed(),
@@ -1270,7 +1277,7 @@ impl EventReader {
 
   /// # Cancel safety
   /// Parsed events are kept in `ready`, so dropping a pending call loses nothing.
-  async fn next(&mut self) -> Option<Result<ReadItem, CoreError>> {
+  pub(crate) async fn next(&mut self) -> Option<Result<ReadItem, CoreError>> {
     loop {
       if let Some(item) = self.ready.pop_front() {
         return Some(Ok(match item {
@@ -1306,7 +1313,11 @@ async fn read_body(response: Response, limit: usize) -> Result<Vec<u8>, CoreErro
 }
 
 /// H4/H7: status, body text and the auth hints of a non-2xx answer.
-async fn http_error(response: Response, hint_in_message: bool, limit: usize) -> CoreError {
+pub(crate) async fn http_error(
+  response: Response,
+  hint_in_message: bool,
+  limit: usize,
+) -> CoreError {
   let header = |name: &str| {
     response
       .headers()

@@ -1,5 +1,6 @@
 //! Moving frames: child-process stdio and HTTP. Transports feed a `Session`.
 pub mod http;
+pub mod legacy_sse;
 pub mod one_shot;
 pub mod pipe_writer;
 pub mod process_group;

@@ -1,0 +1,53 @@
+// SPEC-AGENT18 A22/A23 on Bun, where the v18 agent runs: the legacy HTTP+SSE transport
+// against the scriptable fixture in legacy mode, as __test__/legacy-sse.test.ts does on Node.
+import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { createRequire } from "node:module";
+import { startHttpFixture } from "../fixtures/http-server";
+
+setDefaultTimeout(20_000);
+const require = createRequire(import.meta.url);
+const native: typeof import("../../index.js") = require("../../index.js");
+const init = { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "bun", version: "0" } };
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((f) => f()));
+});
+
+async function legacy() {
+  const f = await startHttpFixture({ legacy: true });
+  cleanups.push(f.close);
+  const t = await native.createSseTransport({ type: "sse", url: f.url });
+  cleanups.push(() => t.close());
+  return { f, t };
+}
+
+describe("LegacySseTransport on Bun", () => {
+  it("A22/A23: connect, then requests POSTed to the endpoint and answered on the stream", async () => {
+    const { f, t } = await legacy();
+    expect(t.connected).toBe(true);
+    const notes: unknown[] = [];
+    t.onNotification = (_method, params: any) => notes.push(params.data);
+    const initResult: any = await t.request("initialize", init);
+    expect(initResult.serverInfo.name).toBe("fixture-legacy");
+    await t.notify("notifications/initialized");
+    const answers = await Promise.all([1, 2, 3].map((n) => t.request("sse/echo", { n })));
+    expect(answers).toEqual([1, 2, 3].map((n) => ({ params: { n } })));
+    expect(notes).toEqual(["legacy note", "legacy note", "legacy note"]);
+    expect(f.received.every((r) => r.path === "/messages?sessionId=legacy-1")).toBe(true);
+  });
+
+  it("A23: the server ending the stream rejects pending requests and fires onClose once", async () => {
+    const { t } = await legacy();
+    let closes = 0;
+    t.onClose = () => closes++;
+    const pending = t.request("slow/json", { ms: 1 }); // never answered on the legacy stream
+    const ending = t.request("legacy/end");
+    const outcomes = await Promise.allSettled([pending, ending]);
+    const closed = "Transport closed: legacy SSE stream closed";
+    expect(outcomes.map((o) => o.status === "rejected" && o.reason.message)).toEqual([closed, closed]);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closes).toBe(1);
+    expect(t.connected).toBe(false);
+    await expect(t.request("tools/list")).rejects.toThrow("Transport not connected");
+  });
+});
