@@ -240,7 +240,9 @@ async function prompts(ctx) {
 // `this.prepareConfig` (W1), so a subclass is the place to add it.
 class CliManager extends MCPManager {
   constructor(cwd, timeout) {
-    super(cwd, null, { startupTimeoutMs: timeout || 30_000 });
+    // The table reports every server's final state: v12's gate waits for each of them
+    // (M4) and hands its third argument the names being connected.
+    super(cwd, null, { compat: "v12", startupTimeoutMs: timeout || 30_000 });
     this.timeoutOverride = timeout;
   }
 
