@@ -601,7 +601,8 @@ async fn dispatch(
   }
 }
 
-async fn with_timeout<T>(
+/// `work`, unless `limit` runs out first (then `Err(limit)`).
+pub(crate) async fn with_timeout<T>(
   limit: Option<Duration>,
   work: impl std::future::Future<Output = T>,
 ) -> Result<T, Duration> {

@@ -20,7 +20,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::http::{
-  auth_error_headers, http_error, network_error, EventReader, HostThroughEvents, ReadItem,
+  auth_error_headers, http_error, network_error, with_timeout, EventReader, HostThroughEvents,
+  ReadItem,
 };
 use crate::error::CoreError;
 use crate::protocol::header_policy::{merge, same_name};
@@ -186,9 +187,9 @@ impl LegacySseTransport {
       let found = tokio::select! {
         biased;
         _ = shared.closing.cancelled() => Err(CoreError::TransportClosed { stderr: None }),
-        found = within(limit, find_endpoint(&shared)) => match found {
-          Some(found) => found,
-          None => Err(LegacySseError::EndpointTimeout(limit.unwrap_or_default()).into()),
+        found = with_timeout(limit, find_endpoint(&shared)) => match found {
+          Ok(found) => found,
+          Err(limit) => Err(LegacySseError::EndpointTimeout(limit).into()),
         },
       };
       let mut state = shared.state();
@@ -350,17 +351,6 @@ fn endpoint_url(base: &Url, data: &str) -> Result<Url, LegacySseError> {
   Ok(endpoint)
 }
 
-/// `work`, unless `limit` runs out first (`None`).
-async fn within<T>(
-  limit: Option<Duration>,
-  work: impl std::future::Future<Output = T>,
-) -> Option<T> {
-  match limit {
-    Some(limit) => tokio::time::timeout(limit, work).await.ok(),
-    None => Some(work.await),
-  }
-}
-
 /// `work`, unless `deadline` passes first (`None`).
 async fn before<T>(
   deadline: Option<Instant>,
@@ -509,7 +499,7 @@ async fn dispatch(
         Ack::None => {
           tokio::select! {
             _ = shared.closing.cancelled() => {}
-            _ = within(out.timeout, shared.post(frame)) => {}
+            _ = with_timeout(out.timeout, shared.post(frame)) => {}
           }
         }
       }
@@ -562,9 +552,9 @@ async fn send_notification(
     }
     Err(http_error(response, false, shared.config.max_message_bytes).await)
   };
-  within(limit, exchange)
+  with_timeout(limit, exchange)
     .await
-    .ok_or_else(|| CoreError::NotifyTimeout(limit.unwrap_or_default()))?
+    .map_err(CoreError::NotifyTimeout)?
 }
 
 #[cfg(test)]
