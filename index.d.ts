@@ -681,13 +681,17 @@ export interface MCPToolCache {
 }
 
 /** Builds the agent's own tool objects (M5, W2). */
+/** A33: what a v18 factory gets last: `this.reconnectServer(name, options)`. */
+export type MCPReconnect = (options?: { authChallenge?: MCPAuthChallenge }) => Promise<MCPServerConnection | null>;
+
 export interface MCPToolFactory<TTool> {
-  live(connection: MCPServerConnection, tools: MCPToolDefinition[]): TTool[];
+  live(connection: MCPServerConnection, tools: MCPToolDefinition[], reconnect?: MCPReconnect): TTool[];
   deferred(
     serverName: string,
     tools: MCPToolDefinition[],
     getConnection: () => Promise<MCPServerConnection>,
     source?: SourceMeta,
+    reconnect?: MCPReconnect,
   ): TTool[];
 }
 
@@ -764,8 +768,9 @@ export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
   resolveConfigValue?: (value: string) => Promise<string | undefined>;
   /** Passed to every `connectToServer` (C1). */
   client?: MCPConnectOptions["client"];
-  /** M10, off unless given. */
-  reconnect?: MCPReconnectOptions;
+  /** M10 (v12: off unless given) and A34 (v18: on unless `false`; the fields scale the
+   * 0/500/1000/2000/4000 ms ladder). */
+  reconnect?: MCPReconnectOptions | false;
   /** M10: every notification of every server. */
   onNotification?: (serverName: string, method: string, params: unknown) => void;
   /** M10: refresh a server's tools on `notifications/tools/list_changed`. */
@@ -812,6 +817,19 @@ export declare class MCPManager<TTool = MCPTool> {
   disconnectAll(): Promise<void>;
   refreshServerTools(name: string): Promise<void>;
   refreshAllTools(): Promise<void>;
+  /**
+   * A34: a new connection for the server (`null` when none could be made, or the breaker
+   * tripped: a sixth attempt-starting call within 30 s). Concurrent calls share one promise;
+   * `manual` resets the breaker; `authChallenge` goes through `setAuthHandler`'s handler.
+   */
+  reconnectServer(
+    name: string,
+    options?: { manual?: boolean; authChallenge?: MCPAuthChallenge },
+  ): Promise<MCPServerConnection | null>;
+  /** A34: completes OAuth after a tool-level auth challenge; the config it returns is kept. */
+  setAuthHandler(handler: MCPAuthHandler | undefined): void;
+  /** A36: called with every tool after each change; only `refreshServerTools` awaits it. */
+  setOnToolsChanged(handler: (tools: TTool[]) => void | Promise<void>): void;
 }
 
 /** `new MCPManager(cwd, options.toolCache, options)` + `discoverAndConnect(options)` (M9). */

@@ -1043,6 +1043,21 @@ impl ManagerHost for FakeHost {
     })
   }
 
+  fn reconnect_server(&self, name: &str, options: Option<&V>) -> Pending<V> {
+    let manager = match self.this() {
+      Ok(manager) => manager,
+      Err(error) => return ready(Err(error)),
+    };
+    let manual = options.is_some_and(|o| self.truthy(&o.get("manual")));
+    let challenge = options
+      .map(|o| o.get("authChallenge"))
+      .filter(|c| !self.is_nullish(c));
+    match manager.reconnect_server(name, manual, challenge) {
+      Ok(promise) => promise.promise().wait(),
+      Err(error) => ready(Err(error)),
+    }
+  }
+
   fn wait_for_connection(&self, name: &str) -> Pending<V> {
     let manager = match self.this() {
       Ok(manager) => manager,
@@ -1145,11 +1160,23 @@ impl ManagerHost for FakeHost {
     }
   }
 
-  fn live_tools(&self, name: &str, _connection: &V, definitions: &V) -> Result<V, V> {
+  fn live_tools(
+    &self,
+    name: &str,
+    _connection: &V,
+    definitions: &V,
+    _reconnect: Option<&V>,
+  ) -> Result<V, V> {
     self.build_tools(name, definitions, false)
   }
 
-  fn deferred_tools(&self, name: &str, definitions: &V, source: Option<&V>) -> Result<V, V> {
+  fn deferred_tools(
+    &self,
+    name: &str,
+    definitions: &V,
+    source: Option<&V>,
+    _reconnect: Option<&V>,
+  ) -> Result<V, V> {
     self
       .record()
       .deferred

@@ -1,6 +1,7 @@
 // SPEC-AGENT18: what the v18 agent's modules use of mcp-native so far, as they write it.
 // Compiled, never run.
 import {
+  MCPManager,
   callMCP,
   getPrompt,
   listPrompts,
@@ -21,6 +22,7 @@ import {
   withoutHeader,
   writeFrame,
   type CallMcpOptions,
+  type MCPReconnect,
   type HttpTransport,
   type MCPAuthChallenge,
   type MCPConfigFile,
@@ -76,4 +78,31 @@ export async function resources(connection: MCPServerConnection, logger: { warn?
 
 export function negotiated(transport: HttpTransport, version: string) {
   transport.setProtocolVersion(version);
+}
+
+// A33/A34/A36: the v18 manager's reconnect seams as the agent's subclass and tool bridge use them.
+interface BridgeTool {
+  name: string;
+  mcpServerName: string;
+  reconnect?: MCPReconnect;
+}
+export class AgentManager extends MCPManager<BridgeTool> {
+  constructor(cwd: string) {
+    super(cwd, null, {
+      compat: "v18",
+      reconnect: false,
+      toolFactory: {
+        live: (connection, tools: MCPToolDefinition[], reconnect) =>
+          tools.map((t) => ({ name: t.name, mcpServerName: connection.name, reconnect })),
+        deferred: (serverName, tools, _getConnection, _source, reconnect) =>
+          tools.map((t) => ({ name: t.name, mcpServerName: serverName, reconnect })),
+      },
+    });
+    this.setAuthHandler(async (_server: string, _challenge: MCPAuthChallenge) => undefined);
+    this.setOnToolsChanged(async (tools: BridgeTool[]) => void tools.length);
+  }
+  override async reconnectServer(name: string, options?: { manual?: boolean; authChallenge?: MCPAuthChallenge }) {
+    const connection = await super.reconnectServer(name, options);
+    return connection ? connection : null;
+  }
 }

@@ -47,6 +47,17 @@ impl ReconnectPolicy {
       .map(move |attempt| jitter(policy.base_delay(attempt), random.hash_one(attempt)))
   }
 
+  /// A34's ladder: the first attempt at once, then `initial_delay * 2^n` (capped at
+  /// `max_delay`) before each of the others, without jitter: the default is
+  /// 0, 500, 1000, 2000, 4000 ms.
+  pub fn ladder(&self) -> impl Iterator<Item = Duration> {
+    let policy = *self;
+    (0..self.max_attempts).map(move |attempt| match attempt {
+      0 => Duration::ZERO,
+      n => policy.base_delay(n - 1),
+    })
+  }
+
   fn base_delay(&self, attempt: u32) -> Duration {
     1u32
       .checked_shl(attempt)
@@ -80,6 +91,22 @@ mod tests {
     );
     let bases: Vec<_> = (0..5).map(|n| policy.base_delay(n).as_millis()).collect();
     assert_eq!(bases, [500, 1000, 2000, 4000, 8000]);
+  }
+
+  #[test]
+  fn a34_the_ladder_starts_at_once_then_doubles() {
+    let ladder: Vec<_> = ReconnectPolicy::default()
+      .ladder()
+      .map(|d| d.as_millis())
+      .collect();
+    assert_eq!(ladder, [0, 500, 1000, 2000, 4000]);
+    let capped = ReconnectPolicy {
+      max_attempts: 4,
+      initial_delay: Duration::from_millis(300),
+      max_delay: Duration::from_millis(500),
+    };
+    let ladder: Vec<_> = capped.ladder().map(|d| d.as_millis()).collect();
+    assert_eq!(ladder, [0, 300, 500, 500]);
   }
 
   #[test]

@@ -120,23 +120,31 @@ impl<H: ManagerHost> Manager<H> {
 
   /// The first connect of `name` at `generation`.
   pub(super) async fn connect_server(self: &Rc<Self>, name: &str, generation: u64) -> Outcome {
+    match self.establish(name, generation).await {
+      Ok(_) => Outcome::Connected,
+      Err(None) => Outcome::Abandoned,
+      Err(Some(error)) => self.fail(name, generation, error),
+    }
+  }
+
+  /// One connect of `name` at `generation`, through to adoption: the connection, or the
+  /// error (`None` when the attempt was superseded; what it opened is closed).
+  pub(super) async fn establish(
+    self: &Rc<Self>,
+    name: &str,
+    generation: u64,
+  ) -> Result<H::Value, Option<H::Value>> {
     let config = self.with(|s| s.current(name, generation).map(|s| s.config.clone()));
-    let Some(config) = config else {
-      return Outcome::Abandoned;
-    };
-    let connection = match self.open(name, generation, &config).await {
-      Ok(connection) => connection,
-      Err(error) => return self.fail(name, generation, error),
-    };
+    let config = config.ok_or(None)?;
+    let connection = self.open(name, generation, &config).await.map_err(Some)?;
     if !self.with(|s| s.is_current(name, generation)) {
       self.close_detached(&connection);
-      return Outcome::Abandoned;
+      return Err(None);
     }
     if !self.host.is_object(&connection) {
-      let error = self.host.error(&format!(
+      return Err(Some(self.host.error(&format!(
         "Connecting to MCP server \"{name}\" returned no connection"
-      ));
-      return self.fail(name, generation, error);
+      ))));
     }
     // W3: the caller's config back (M3: never the resolved one) and the source.
     let (config, source) = self.with(|s| {
@@ -154,13 +162,13 @@ impl<H: ManagerHost> Manager<H> {
     let listed = list_tools(self.host.clone(), connection.clone(), None).await;
     if !self.with(|s| s.is_current(name, generation)) {
       self.close_detached(&connection);
-      return Outcome::Abandoned;
+      return Err(None);
     }
     match listed.and_then(|definitions| self.adopt(name, generation, &connection, &definitions)) {
-      Ok(()) => Outcome::Connected,
+      Ok(()) => Ok(connection),
       Err(error) => {
         self.close_detached(&connection);
-        self.fail(name, generation, error)
+        Err(Some(error))
       }
     }
   }
@@ -174,7 +182,10 @@ impl<H: ManagerHost> Manager<H> {
     connection: &H::Value,
     definitions: &H::Value,
   ) -> Result<(), H::Value> {
-    let tools = self.host.live_tools(name, connection, definitions)?;
+    let reconnect = self.reconnect_function(name);
+    let tools = self
+      .host
+      .live_tools(name, connection, definitions, reconnect.as_ref())?;
     self.watch(name, generation, connection)?;
     let replaced = self.with(|s| {
       let server = s.current(name, generation)?;
@@ -188,6 +199,7 @@ impl<H: ManagerHost> Manager<H> {
     };
     self.settle_phase(previous, Ok(connection));
     self.write_cache(name, &config, definitions);
+    self.tools_changed(name);
     Ok(())
   }
 

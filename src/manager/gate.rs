@@ -252,9 +252,11 @@ impl<H: ManagerHost> Manager<H> {
       return false;
     };
     let source = self.with(|s| s.source(name).cloned());
-    let Ok(tools) = self
-      .host
-      .deferred_tools(name, &definitions, source.as_ref())
+    let reconnect = self.reconnect_function(name);
+    let Ok(tools) =
+      self
+        .host
+        .deferred_tools(name, &definitions, source.as_ref(), reconnect.as_ref())
     else {
       return false;
     };

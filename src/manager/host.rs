@@ -45,6 +45,8 @@ pub struct Settings {
   pub startup_timeout: Option<Duration>,
   /// M10: `options.reconnect`, when set.
   pub reconnect: Option<ReconnectPolicy>,
+  /// A34: `options.reconnect` is set and falsy (`false`): v18 never reconnects on its own.
+  pub reconnect_off: bool,
   /// M10: `options.onNotification` is a function.
   pub forwards_notifications: bool,
   /// M10: `options.autoRefreshTools`.
@@ -86,6 +88,7 @@ impl Settings {
       startup_timeout: number(options, "startupTimeoutMs")
         .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
       reconnect,
+      reconnect_off: option("reconnect").is_some_and(|r| !host.truthy(&r)),
       forwards_notifications: option("onNotification").is_some_and(|f| host.is_function(&f)),
       auto_refresh_tools: option("autoRefreshTools").is_some_and(|v| host.truthy(&v)),
     }
@@ -113,6 +116,8 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
   fn prepare_config(&self, config: &Self::Value) -> Pending<Self::Value>;
   /// W1 `this.refreshServerTools(name)`.
   fn refresh_server_tools(&self, name: &str) -> Pending<Self::Value>;
+  /// W1/A34 `this.reconnectServer(name, options)`.
+  fn reconnect_server(&self, name: &str, options: Option<&Self::Value>) -> Pending<Self::Value>;
   /// W1 `this.waitForConnection(name)`.
   fn wait_for_connection(&self, name: &str) -> Pending<Self::Value>;
   /// W1 `this.connectServers(configs, sources, onConnecting)`.
@@ -133,20 +138,23 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
   ) -> (Option<Self::Value>, Pending<Self::Value>);
   fn abort(&self, controller: &Self::Value);
 
-  /// M5 `toolFactory.live(connection, definitions)`, or the default tools.
+  /// M5 `toolFactory.live(connection, definitions)`, or the default tools; A33 adds
+  /// `reconnect` as the last argument.
   fn live_tools(
     &self,
     name: &str,
     connection: &Self::Value,
     definitions: &Self::Value,
+    reconnect: Option<&Self::Value>,
   ) -> Result<Self::Value, Self::Value>;
   /// M4/M5 `toolFactory.deferred(name, definitions, getConnection, source)`, or the default
-  /// tools, which wait for the connection first.
+  /// tools, which wait for the connection first; A33 adds `reconnect` as the last argument.
   fn deferred_tools(
     &self,
     name: &str,
     definitions: &Self::Value,
     source: Option<&Self::Value>,
+    reconnect: Option<&Self::Value>,
   ) -> Result<Self::Value, Self::Value>;
 
   /// `toolCache.get(name, config)`; `None` without a cache.

@@ -119,7 +119,10 @@ impl<H: ManagerHost> Manager<H> {
     if !still {
       return Ok(());
     }
-    let tools = self.host.live_tools(name, &connection, &definitions)?;
+    let reconnect = self.reconnect_function(name);
+    let tools = self
+      .host
+      .live_tools(name, &connection, &definitions, reconnect.as_ref())?;
     let config = self.with(|s| {
       s.current(name, generation).map(|server| {
         server.tools = Some(tools);
@@ -127,10 +130,15 @@ impl<H: ManagerHost> Manager<H> {
         server.config.clone()
       })
     });
-    if let Some(config) = config {
-      self.write_cache(name, &config, &definitions);
+    let Some(config) = config else {
+      return Ok(());
+    };
+    self.write_cache(name, &config, &definitions);
+    // A36: the one caller that waits for the handler.
+    match self.call_on_tools_changed() {
+      Some(called) => called.await.map(|_| ()),
+      None => Ok(()),
     }
-    Ok(())
   }
 
   /// M8: `this.refreshServerTools` for every connected server; failures are logged.
@@ -155,11 +163,21 @@ impl<H: ManagerHost> Manager<H> {
 
   /// M7: forgets the server (pending state, source, tools) and closes its transport.
   pub async fn disconnect_server(&self, name: &str) -> Result<(), H::Value> {
-    let server = self.with(|s| {
+    let (server, reconnects) = self.with(|s| {
       s.forget_records(name);
-      s.remove(name)
+      (s.remove(name), s.end_reconnect_call(name, None))
     });
-    match server.and_then(|server| self.forget(server)) {
+    self.abandon_reconnects(reconnects);
+    let had_tools = server
+      .as_ref()
+      .and_then(|server| server.tools.as_ref())
+      .and_then(|tools| self.host.items(tools))
+      .is_some_and(|tools| !tools.is_empty());
+    let closing = server.and_then(|server| self.forget(server));
+    if had_tools {
+      self.tools_changed(name);
+    }
+    match closing {
       Some(closing) => closing.await.map(|_| ()),
       None => Ok(()),
     }
@@ -167,7 +185,8 @@ impl<H: ManagerHost> Manager<H> {
 
   /// M7: closes everything; never fails.
   pub async fn disconnect_all(&self) {
-    let servers = self.with(|s| s.take_all());
+    let (servers, reconnects) = self.with(|s| s.take_all());
+    self.abandon_reconnects(reconnects);
     let closing: Vec<_> = servers
       .into_iter()
       .filter_map(|server| self.forget(server))

@@ -4,11 +4,15 @@
 //!
 //! - `gate`: `connectServers`, the startup gate and its late completions (M1, M4).
 //! - `connect`: one server's connect, adoption and failure (M1, M3, M7).
-//! - `reconnect`: what an unexpected close does (M10, M11).
+//! - `reconnect`: what an unexpected close does (M10, M11); `reconnect_server` with its
+//!   `breaker`: v18's `reconnectServer` (A34).
+//! - `changes`: the change callbacks (A36).
 //! - `lifecycle`: refresh, disconnect and the queries (M6–M8).
 //! - `prepare`, `discover`: `prepareConfig` (M3, W6) and `discoverAndConnect` (M9, W4).
 
 pub mod backoff;
+pub mod breaker;
+mod changes;
 pub mod config_file;
 mod connect;
 mod discover;
@@ -19,6 +23,7 @@ pub mod naming;
 pub mod ordering;
 mod prepare;
 mod reconnect;
+mod reconnect_server;
 mod state;
 pub mod subscription_epoch;
 #[cfg(test)]

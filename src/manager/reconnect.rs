@@ -26,7 +26,11 @@ impl<H: ManagerHost> Manager<H> {
   /// A transport's `onClose` fired. Only a close nobody asked for counts: `disconnectServer`
   /// and `disconnectAll` forget the server before closing, so they never get here.
   pub(super) fn transport_closed(self: &Rc<Self>, name: &str, generation: u64) {
-    let policy = self.settings().reconnect;
+    let settings = self.settings();
+    if settings.compat == super::host::Compat::V18 && !settings.reconnect_off {
+      return self.lost(name, generation);
+    }
+    let policy = settings.reconnect;
     let waiter = policy.and_then(|_| self.host.waiter().ok());
     let reconnecting = self.with(|s| {
       let next = s.next_generation();
@@ -73,6 +77,26 @@ impl<H: ManagerHost> Manager<H> {
       ),
       None => {}
     }
+  }
+
+  /// A34: the connection stays until `this.reconnectServer(name)` replaces it, so an
+  /// override that does nothing leaves what v18's manager leaves.
+  fn lost(&self, name: &str, generation: u64) {
+    let connected = self.with(|s| {
+      s.current(name, generation)
+        .is_some_and(|server| server.is_connected())
+    });
+    if !connected {
+      return;
+    }
+    self.host.log(
+      Level::Warn,
+      &format!("MCP server \"{name}\" disconnected unexpectedly; reconnecting"),
+      name,
+      None,
+    );
+    let reconnecting = self.host.reconnect_server(name, None);
+    self.warn_on_failure(reconnecting, name, "Failed to reconnect MCP server");
   }
 
   /// The attempts, each after its delay. Forgetting the server ends them at the next

@@ -2,6 +2,7 @@
 //! connection, the tools handed out for it. Plain data; the flows decide the transitions.
 use futures::channel::oneshot;
 
+use super::breaker::Breaker;
 use super::host::ManagerHost;
 
 pub enum Phase<H: ManagerHost> {
@@ -83,6 +84,14 @@ pub struct Servers<H: ManagerHost> {
   /// server is disconnected.
   configs: Vec<(String, H::Value)>,
   next_generation: u64,
+  /// A34: the `reconnectServer` in flight per server (its ticket and the promise every
+  /// concurrent caller shares).
+  reconnects: Vec<(String, u64, H::Waiter)>,
+  pub breaker: Breaker,
+  /// A34 `setAuthHandler(handler)`.
+  pub auth_handler: Option<H::Value>,
+  /// A36 `setOnToolsChanged(handler)`.
+  pub on_tools_changed: Option<H::Value>,
 }
 
 impl<H: ManagerHost> Default for Servers<H> {
@@ -92,6 +101,10 @@ impl<H: ManagerHost> Default for Servers<H> {
       sources: Vec::new(),
       configs: Vec::new(),
       next_generation: 0,
+      reconnects: Vec::new(),
+      breaker: Breaker::default(),
+      auth_handler: None,
+      on_tools_changed: None,
     }
   }
 }
@@ -146,15 +159,96 @@ impl<H: ManagerHost> Servers<H> {
     generation
   }
 
+  /// A34: a reconnect of a known server takes over its entry (tools kept, so they stay
+  /// listed while it reconnects); a server forgotten after a failed connect gets a new one.
+  /// Waiters of a first connect it supersedes wait for this one instead. The connection it
+  /// replaces and the controller of a connect it supersedes are the caller's to close.
+  pub fn begin_reconnect(
+    &mut self,
+    name: &str,
+    config: H::Value,
+    waiter: H::Waiter,
+  ) -> (u64, Option<H::Value>, Option<H::Value>) {
+    let generation = self.next_generation();
+    match self.configs.iter_mut().find(|(n, _)| n == name) {
+      Some(entry) => entry.1 = config.clone(),
+      None => self.configs.push((name.to_string(), config.clone())),
+    }
+    let Some(server) = self.get_mut(name) else {
+      self.list.push(Server {
+        name: name.to_string(),
+        config,
+        generation,
+        phase: Phase::Connecting(waiter),
+        tools: None,
+        tools_deferred: false,
+        abort: None,
+      });
+      return (generation, None, None);
+    };
+    server.config = config;
+    server.generation = generation;
+    let (phase, replaced) = match std::mem::replace(&mut server.phase, Phase::Failed) {
+      Phase::Connecting(earlier) => (Phase::Connecting(earlier), None),
+      Phase::Reconnecting {
+        connection, waiter, ..
+      } => (Phase::Connecting(waiter), Some(connection)),
+      Phase::Connected(connection) | Phase::Dead(connection) => {
+        (Phase::Connecting(waiter), Some(connection))
+      }
+      Phase::Failed => (Phase::Connecting(waiter), None),
+    };
+    server.phase = phase;
+    (generation, replaced, server.abort.take())
+  }
+
+  /// A34: registers the reconnect of `name` with its shared promise; its ticket.
+  pub fn begin_reconnect_call(&mut self, name: &str, waiter: H::Waiter) -> u64 {
+    let ticket = self.next_generation();
+    self.reconnects.push((name.to_string(), ticket, waiter));
+    ticket
+  }
+
+  pub fn reconnect_call(&self, name: &str) -> Option<&H::Waiter> {
+    self
+      .reconnects
+      .iter()
+      .find(|(n, _, _)| n == name)
+      .map(|(_, _, waiter)| waiter)
+  }
+
+  /// The reconnect `ticket` of `name`, if it is still the one in flight.
+  pub fn is_reconnect_current(&self, name: &str, ticket: u64) -> bool {
+    self
+      .reconnects
+      .iter()
+      .any(|(n, t, _)| n == name && *t == ticket)
+  }
+
+  /// Ends reconnect calls: one (`Some(ticket)`) or all of `name` (`None`).
+  pub fn end_reconnect_call(&mut self, name: &str, ticket: Option<u64>) -> Vec<H::Waiter> {
+    let (ended, kept) = std::mem::take(&mut self.reconnects)
+      .into_iter()
+      .partition(|(n, t, _)| n == name && ticket.is_none_or(|ticket| *t == ticket));
+    self.reconnects = kept;
+    ended.into_iter().map(|(_, _, waiter)| waiter).collect()
+  }
+
   pub fn remove(&mut self, name: &str) -> Option<Server<H>> {
     let index = self.list.iter().position(|s| s.name == name)?;
     Some(self.list.remove(index))
   }
 
-  pub fn take_all(&mut self) -> Vec<Server<H>> {
+  /// Everything, with the reconnect calls in flight (`disconnectAll`).
+  pub fn take_all(&mut self) -> (Vec<Server<H>>, Vec<H::Waiter>) {
     self.sources.clear();
     self.configs.clear();
-    std::mem::take(&mut self.list)
+    self.breaker.clear();
+    let reconnects = std::mem::take(&mut self.reconnects)
+      .into_iter()
+      .map(|(_, _, waiter)| waiter)
+      .collect();
+    (std::mem::take(&mut self.list), reconnects)
   }
 
   pub fn iter(&self) -> impl Iterator<Item = &Server<H>> {
@@ -173,6 +267,7 @@ impl<H: ManagerHost> Servers<H> {
   }
 
   pub fn forget_records(&mut self, name: &str) {
+    self.breaker.reset(name);
     self.sources.retain(|(n, _)| n != name);
     self.configs.retain(|(n, _)| n != name);
   }

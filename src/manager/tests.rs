@@ -1522,3 +1522,60 @@ async fn a32_v18_a_connect_outlived_by_a_disconnect_fails_with_its_own_message()
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a34_v18_a_lost_server_is_retried_on_the_ladder_then_keeps_its_tools() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("files", Script::new("files").tools(&["read"]));
+    let attempts: Rc<RefCell<Vec<Instant>>> = Rc::default();
+    let counted = attempts.clone();
+    host.custom_connect(Rc::new(move |host, name, config| {
+      counted.borrow_mut().push(Instant::now());
+      match counted.borrow().len() {
+        1 => core_connect(host, name, config),
+        n => {
+          let failure = error(&format!("attempt {n} refused"));
+          Box::pin(async move { Err(failure) })
+        }
+      }
+    }));
+    let manager = host.manager();
+    connect(&manager, vec![stdio("files")]).await;
+    let old = manager.connection("files").unwrap();
+    let lost = Instant::now();
+    host.kill("files");
+    assert_eq!(manager.status("files"), "connecting");
+    assert!(
+      manager.connection("files").is_none(),
+      "the old connection is let go"
+    );
+    assert_eq!(names(&manager.tools().unwrap()), ["mcp__files_read"]);
+
+    sleep(ms(10_000)).await;
+
+    let offsets: Vec<u128> = attempts.borrow()[1..]
+      .iter()
+      .map(|at| at.duration_since(lost).as_millis())
+      .collect();
+    assert_eq!(offsets, [0, 500, 1500, 3500, 7500]);
+    assert_eq!(manager.status("files"), "disconnected");
+    assert_eq!(names(&manager.tools().unwrap()), ["mcp__files_read"]);
+    assert_eq!(
+      host.logs().last(),
+      Some(&log(
+        Level::Error,
+        "MCP server \"files\" could not be reconnected: attempt 6 refused",
+        "files",
+        Some("attempt 6 refused")
+      ))
+    );
+    assert_eq!(
+      missing(&manager, "files"),
+      "MCP server not connected: files"
+    );
+    assert!(!old.same(&V::Undefined));
+  })
+  .await;
+}

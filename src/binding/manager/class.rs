@@ -386,6 +386,56 @@ impl JsMcpManager {
     })
   }
 
+  /// A34: a new connection for the server, or `null`; concurrent calls share one.
+  #[napi(js_name = "reconnectServer", skip_typescript)]
+  pub fn reconnect_server(
+    &self,
+    env: Env,
+    this: This<JsArg>,
+    name: JsArg,
+    options: Option<JsArg>,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.bound(&this);
+    let name = match Self::name(js, name) {
+      Ok(name) => name,
+      Err(error) => return finish(js, js.rejected(error)),
+    };
+    let options = optional(js, options).filter(|o| js.type_of(*o) == sys::ValueType::napi_object);
+    let field = |key: &str| {
+      options.and_then(|o| js.get(o, key).ok()).filter(|v| {
+        !matches!(
+          js.type_of(*v),
+          sys::ValueType::napi_undefined | sys::ValueType::napi_null
+        )
+      })
+    };
+    let manual = field("manual").is_some_and(|v| js.truthy(v));
+    let challenge = field("authChallenge").map(|c| Held::new(js, c));
+    let result = match manager.reconnect_server(&name, manual, challenge) {
+      Ok(promise) => Ok(promise.get(js)),
+      Err(error) => js.rejected(error.get(js)),
+    };
+    finish(js, result)
+  }
+
+  /// A34: completes OAuth after a tool-level auth challenge: `(server, challenge) =>
+  /// Promise<config | undefined>`.
+  #[napi(js_name = "setAuthHandler", skip_typescript)]
+  pub fn set_auth_handler(&self, env: Env, handler: Option<JsArg>) {
+    let js = Js::new(env.raw());
+    let handler = optional(js, handler).map(|h| Held::new(js, h));
+    self.manager.set_auth_handler(handler);
+  }
+
+  /// A36: called with every tool after each change; `refreshServerTools` awaits it.
+  #[napi(js_name = "setOnToolsChanged", skip_typescript)]
+  pub fn set_on_tools_changed(&self, env: Env, handler: Option<JsArg>) {
+    let js = Js::new(env.raw());
+    let handler = optional(js, handler).map(|h| Held::new(js, h));
+    self.manager.set_on_tools_changed(handler);
+  }
+
   /// M8: lists the server's tools again, caches them and replaces its tools.
   #[napi(js_name = "refreshServerTools", skip_typescript)]
   pub fn refresh_server_tools(&self, env: Env, name: JsArg) -> napi::Result<JsRaw> {

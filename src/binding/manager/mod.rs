@@ -148,6 +148,13 @@ impl ManagerHost for JsManagerHost {
     self.call_this("refreshServerTools", &[self.js().string(name)])
   }
 
+  fn reconnect_server(&self, name: &str, options: Option<&Held>) -> Pending<Held> {
+    let js = self.js();
+    let mut args = vec![js.string(name)];
+    args.extend(options.map(|o| o.get(js)));
+    self.call_this("reconnectServer", &args)
+  }
+
   fn wait_for_connection(&self, name: &str) -> Pending<Held> {
     self.call_this("waitForConnection", &[self.js().string(name)])
   }
@@ -206,8 +213,14 @@ impl ManagerHost for JsManagerHost {
     let _ = call_method(self.js(), controller.get(self.js()), "abort", &[]);
   }
 
-  fn live_tools(&self, name: &str, connection: &Held, definitions: &Held) -> Result<Held, Held> {
-    tools::live(self, name, connection, definitions)
+  fn live_tools(
+    &self,
+    name: &str,
+    connection: &Held,
+    definitions: &Held,
+    reconnect: Option<&Held>,
+  ) -> Result<Held, Held> {
+    tools::live(self, name, connection, definitions, reconnect)
   }
 
   fn deferred_tools(
@@ -215,8 +228,9 @@ impl ManagerHost for JsManagerHost {
     name: &str,
     definitions: &Held,
     source: Option<&Held>,
+    reconnect: Option<&Held>,
   ) -> Result<Held, Held> {
-    tools::deferred(self, name, definitions, source)
+    tools::deferred(self, name, definitions, source, reconnect)
   }
 
   fn cache_get(&self, name: &str, config: &Held) -> Option<Pending<Held>> {

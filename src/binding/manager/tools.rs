@@ -42,15 +42,13 @@ pub(super) fn live(
   name: &str,
   connection: &Held,
   definitions: &Held,
+  reconnect: Option<&Held>,
 ) -> Result<Held, Held> {
   let js = host.js();
   if let Some(factory) = factory(host) {
-    let built = call_method(
-      js,
-      factory,
-      "live",
-      &[connection.get(js), definitions.get(js)],
-    );
+    let mut args = vec![connection.get(js), definitions.get(js)];
+    args.extend(reconnect.map(|r| r.get(js)));
+    let built = call_method(js, factory, "live", &args);
     return held(js, built.and_then(|b| as_array(js, b)));
   }
   build(host, name, definitions, Some(connection))
@@ -63,6 +61,7 @@ pub(super) fn deferred(
   name: &str,
   definitions: &Held,
   source: Option<&Held>,
+  reconnect: Option<&Held>,
 ) -> Result<Held, Held> {
   let js = host.js();
   let Some(factory) = factory(host) else {
@@ -80,7 +79,8 @@ pub(super) fn deferred(
       )),
     })?;
     let source = source.map_or_else(|| js.undefined(), |s| s.get(js));
-    let args = [js.string(name), definitions.get(js), get_connection, source];
+    let mut args = vec![js.string(name), definitions.get(js), get_connection, source];
+    args.extend(reconnect.map(|r| r.get(js)));
     as_array(js, call_method(js, factory, "deferred", &args)?)
   })();
   held(js, built)

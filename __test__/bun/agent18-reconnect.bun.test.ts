@@ -1,0 +1,60 @@
+// SPEC-AGENT18 A34 on Bun, where the v18 agent runs: a server that exits is reconnected with
+// a new connection, and a crash loop is stopped by the breaker at the sixth start.
+import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+setDefaultTimeout(20_000);
+const require = createRequire(import.meta.url);
+const native: typeof import("../../index.js") = require("../../index.js");
+const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((f) => f()));
+});
+
+async function waitFor(check: () => boolean, ms: number) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await Bun.sleep(20);
+  }
+  return check();
+}
+
+function setUp(...flags: string[]) {
+  const dir = mkdtempSync(join(tmpdir(), "mcp-native-bun-a34-"));
+  const pids = join(dir, "pids");
+  const errors: string[] = [];
+  const manager = new native.MCPManager(dir, null, { startupTimeoutMs: 10_000, logger: { error: (m: string) => errors.push(m) } });
+  cleanups.push(async () => {
+    await manager.disconnectAll();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const config = { command: "node", args: [server, `--pid-file=${pids}`, ...flags] };
+  const starts = () => readFileSync(pids, "utf8").trim().split("\n").length;
+  return { manager, config, starts, errors };
+}
+
+describe("A34 reconnectServer on Bun", () => {
+  it("A34: a server that exits comes back as a new connection", async () => {
+    const { manager, config, starts } = setUp("--exit-after-tools=100", "--exit-times=1");
+    await manager.connectServers({ s: config }, {});
+    const first = manager.getConnection("s");
+    expect(await waitFor(() => manager.getConnection("s") !== first && manager.getConnectionStatus("s") === "connected", 5000)).toBe(true);
+    expect(starts()).toBe(2);
+    expect(manager.getTools().length).toBeGreaterThan(0);
+  });
+
+  it("A34: the breaker stops a crash loop at the sixth start within 30 s", async () => {
+    const { manager, config, starts, errors } = setUp("--exit-after-tools=30");
+    await manager.connectServers({ s: config }, {});
+    expect(await waitFor(() => errors.some((m) => m.includes("automatic reconnects are suspended")), 15_000)).toBe(true);
+    await Bun.sleep(300);
+    expect(starts()).toBe(6);
+    expect(manager.getConnectionStatus("s")).toBe("disconnected");
+  });
+});
