@@ -830,6 +830,36 @@ export declare class MCPManager<TTool = MCPTool> {
   setAuthHandler(handler: MCPAuthHandler | undefined): void;
   /** A36: called with every tool after each change; only `refreshServerTools` awaits it. */
   setOnToolsChanged(handler: (tools: TTool[]) => void | Promise<void>): void;
+  /**
+   * A35: every notification of every server, after the manager's own refresh for a
+   * `list_changed`; listeners are isolated. The first one hears the last 100 that arrived
+   * before any listener. Returns the function that removes it.
+   */
+  addNotificationListener(listener: (serverName: string, method: string, params: unknown) => void): () => void;
+  /** A36: `resources/updated` for a subscribed URI. */
+  setOnResourcesChanged(handler: (serverName: string, uri: string) => void): void;
+  /** A36: a server's prompts were listed; called at once for servers that have prompts. */
+  setOnPromptsChanged(handler: (serverName: string) => void): void;
+  /** A36: subscribes (on) or unsubscribes (off) every connected server's listed resources. */
+  setNotificationsEnabled(enabled: boolean): void;
+  getNotificationState(): { enabled: boolean; subscriptions: Map<string, ReadonlySet<string>> };
+  /** A36: lists resources and templates again (concurrent calls share one; a templates
+   * failure leaves them unset) and keeps the subscriptions in step. */
+  refreshServerResources(name: string): Promise<void>;
+  /** A36: lists them unless both listings are kept on the connection already. */
+  ensureServerResources(name: string): Promise<void>;
+  refreshServerPrompts(name: string): Promise<void>;
+  getServerResources(name: string): { resources: MCPResource[]; templates: MCPResourceTemplate[] } | undefined;
+  readServerResource(name: string, uri: string, options?: MCPRequestOptions): Promise<MCPResourceReadResult | undefined>;
+  getServerPrompts(name: string): MCPPrompt[] | undefined;
+  executePrompt(
+    name: string,
+    promptName: string,
+    args?: Record<string, string>,
+    options?: MCPRequestOptions,
+  ): Promise<MCPGetPromptResult | undefined>;
+  /** A36: each connected server's instructions, for the system prompt. */
+  getServerInstructions(): Map<string, string>;
 }
 
 /** `new MCPManager(cwd, options.toolCache, options)` + `discoverAndConnect(options)` (M9). */

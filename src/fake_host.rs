@@ -257,7 +257,7 @@ pub struct FakeTransport {
   pub key: String,
   closed: Cell<bool>,
   on_close: RefCell<Vec<Rc<dyn Fn()>>>,
-  on_notification: RefCell<Vec<NotificationHook>>,
+  on_notification: RefCell<Vec<NotificationHook<V>>>,
 }
 
 impl FakeTransport {
@@ -681,9 +681,14 @@ impl FakeHost {
 
   /// The server's latest transport delivers a notification.
   pub fn notify_from(&self, key: &str, method: &str) {
+    self.notify_with(key, method, V::Undefined);
+  }
+
+  /// The same, with params.
+  pub fn notify_with(&self, key: &str, method: &str, params: V) {
     let hooks = self.latest_transport(key).on_notification.borrow().clone();
     for hook in hooks {
-      hook(method);
+      hook(method, params.clone());
     }
   }
 
@@ -1043,6 +1048,16 @@ impl ManagerHost for FakeHost {
     })
   }
 
+  fn refresh_server_resources(&self, name: &str) -> Pending<V> {
+    self.record().refreshes.push(format!("resources {name}"));
+    ready(Ok(V::Undefined))
+  }
+
+  fn refresh_server_prompts(&self, name: &str) -> Pending<V> {
+    self.record().refreshes.push(format!("prompts {name}"));
+    ready(Ok(V::Undefined))
+  }
+
   fn reconnect_server(&self, name: &str, options: Option<&V>) -> Pending<V> {
     let manager = match self.this() {
       Ok(manager) => manager,
@@ -1214,7 +1229,7 @@ impl ManagerHost for FakeHost {
     Some(ready(Ok(V::Undefined)))
   }
 
-  fn watch(&self, connection: &V, watch: Watch) -> Result<(), V> {
+  fn watch(&self, connection: &V, watch: Watch<V>) -> Result<(), V> {
     self.record().watched.push(watch.server.clone());
     if let Some(transport) = connection.get("transport").transport() {
       transport.on_close.borrow_mut().push(watch.on_close);

@@ -1,5 +1,6 @@
-// SPEC-AGENT18 A34 on Bun, where the v18 agent runs: a server that exits is reconnected with
-// a new connection, and a crash loop is stopped by the breaker at the sixth start.
+// SPEC-AGENT18 A34–A36 on Bun, where the v18 agent runs: a server that exits is reconnected
+// with a new connection, a crash loop is stopped by the breaker at the sixth start, early
+// notifications wait for the first listener, and the catalog is kept per server.
 import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -56,5 +57,24 @@ describe("A34 reconnectServer on Bun", () => {
     await Bun.sleep(300);
     expect(starts()).toBe(6);
     expect(manager.getConnectionStatus("s")).toBe("disconnected");
+  });
+});
+
+describe("A35/A36 on Bun", () => {
+  it("A35: notifications before any listener drain into the first; A36: resources and prompts are kept", async () => {
+    const { manager, config } = setUp("--all-capabilities");
+    await manager.connectServers({ s: config }, {});
+    const connection = manager.getConnection("s")!;
+    for (let i = 0; i < 3; i++) {
+      await connection.transport.request("tools/call", { name: "send_notification", arguments: { method: "notifications/custom", params: { i } } });
+    }
+    const heard: number[] = [];
+    manager.addNotificationListener((_s, method, params: any) => method === "notifications/custom" && heard.push(params.i));
+    expect(heard).toEqual([0, 1, 2]);
+    await manager.ensureServerResources("s");
+    expect(manager.getServerResources("s")!.resources).toHaveLength(7);
+    expect(await waitFor(() => (manager.getServerPrompts("s") ?? []).length === 5, 3000)).toBe(true);
+    const prompt = await manager.executePrompt("s", "p0", { who: "bun" });
+    expect(prompt?.messages[0].content).toEqual({ type: "text", text: "p0 for bun" });
   });
 });

@@ -144,23 +144,28 @@ fn method_not_found<H: Values>(host: &H) -> H::Value {
 pub fn cwd_roots() -> Value {
   let roots = std::env::current_dir()
     .ok()
-    .and_then(|dir| {
-      let uri = url::Url::from_directory_path(&dir).ok()?;
-      let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| dir.to_string_lossy().into_owned());
-      // Node's pathToFileURL, as the agent uses, writes no trailing slash.
-      let uri = uri.as_str().trim_end_matches('/').to_string();
-      let uri = if uri == "file://" {
-        "file:///".into()
-      } else {
-        uri
-      };
-      Some(vec![json!({ "uri": uri, "name": name })])
-    })
+    .map(|dir| roots_of(&dir))
     .unwrap_or_default();
   json!({ "roots": roots })
+}
+
+/// A directory as the agent's one root (A36: the manager's cwd).
+pub fn roots_of(dir: &std::path::Path) -> Vec<Value> {
+  let Ok(uri) = url::Url::from_directory_path(dir) else {
+    return Vec::new();
+  };
+  let name = dir
+    .file_name()
+    .map(|n| n.to_string_lossy().into_owned())
+    .unwrap_or_else(|| dir.to_string_lossy().into_owned());
+  // Node's pathToFileURL, as the agent uses, writes no trailing slash.
+  let uri = uri.as_str().trim_end_matches('/').to_string();
+  let uri = if uri == "file://" {
+    "file:///".into()
+  } else {
+    uri
+  };
+  vec![json!({ "uri": uri, "name": name })]
 }
 
 /// SEP-1034: the `default` of every property of a form's `requestedSchema`, by name.

@@ -200,6 +200,7 @@ impl<H: ManagerHost> Manager<H> {
     self.settle_phase(previous, Ok(connection));
     self.write_cache(name, &config, definitions);
     self.tools_changed(name);
+    self.load_catalog(name);
     Ok(())
   }
 
@@ -221,15 +222,17 @@ impl<H: ManagerHost> Manager<H> {
         }
       })
     };
-    let on_notification =
-      (settings.forwards_notifications || settings.auto_refresh_tools).then(|| {
+    // A35: with v18 the manager handles every notification.
+    let v18 = settings.compat == super::host::Compat::V18;
+    let on_notification = (v18 || settings.forwards_notifications || settings.auto_refresh_tools)
+      .then(|| {
         let manager = Rc::downgrade(self);
         let name = name.to_string();
-        Rc::new(move |method: &str| {
+        Rc::new(move |method: &str, params: H::Value| {
           if let Some(manager) = manager.upgrade() {
-            manager.notified(&name, method);
+            manager.notified(&name, method, params);
           }
-        }) as super::host::NotificationHook
+        }) as super::host::NotificationHook<H::Value>
       });
     self.host.watch(
       connection,
@@ -241,8 +244,11 @@ impl<H: ManagerHost> Manager<H> {
     )
   }
 
-  /// M10 `autoRefreshTools`: `this.refreshServerTools(name)`, failures logged.
-  fn notified(&self, name: &str, method: &str) {
+  /// M10 `autoRefreshTools`: `this.refreshServerTools(name)`, failures logged; A35 with v18.
+  fn notified(self: &Rc<Self>, name: &str, method: &str, params: H::Value) {
+    if self.settings().compat == super::host::Compat::V18 {
+      return self.notified_v18(name, method, params);
+    }
     if method == "notifications/tools/list_changed" && self.settings().auto_refresh_tools {
       let refreshed = self.host.refresh_server_tools(name);
       self.warn_on_failure(refreshed, name, "Failed to refresh tools of MCP server");

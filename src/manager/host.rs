@@ -95,16 +95,17 @@ impl Settings {
   }
 }
 
-/// What the manager does when a watched transport delivers a notification (its method).
-pub type NotificationHook = Rc<dyn Fn(&str)>;
+/// What the manager does when a watched transport delivers a notification (its method and
+/// params).
+pub type NotificationHook<V> = Rc<dyn Fn(&str, V)>;
 
 /// A transport's events, as the manager watches them (M10, M11).
-pub struct Watch {
+pub struct Watch<V> {
   /// The server the transport belongs to.
   pub server: String,
   pub on_close: Rc<dyn Fn()>,
   /// Set when notifications matter to the manager: it is told each method.
-  pub on_notification: Option<NotificationHook>,
+  pub on_notification: Option<NotificationHook<V>>,
 }
 
 pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
@@ -116,6 +117,10 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
   fn prepare_config(&self, config: &Self::Value) -> Pending<Self::Value>;
   /// W1 `this.refreshServerTools(name)`.
   fn refresh_server_tools(&self, name: &str) -> Pending<Self::Value>;
+  /// W1/A35 `this.refreshServerResources(name)`.
+  fn refresh_server_resources(&self, name: &str) -> Pending<Self::Value>;
+  /// W1/A35 `this.refreshServerPrompts(name)`.
+  fn refresh_server_prompts(&self, name: &str) -> Pending<Self::Value>;
   /// W1/A34 `this.reconnectServer(name, options)`.
   fn reconnect_server(&self, name: &str, options: Option<&Self::Value>) -> Pending<Self::Value>;
   /// W1 `this.waitForConnection(name)`.
@@ -183,7 +188,7 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
 
   /// Chains the manager's hooks in front of the transport's own `onClose` and
   /// `onNotification`.
-  fn watch(&self, connection: &Self::Value, watch: Watch) -> Result<(), Self::Value>;
+  fn watch(&self, connection: &Self::Value, watch: Watch<Self::Value>) -> Result<(), Self::Value>;
 
   /// `options.logger[level](message, {server, error?})`, when given.
   fn log(&self, level: Level, message: &str, server: &str, error: Option<&str>);

@@ -163,10 +163,28 @@ impl<H: ManagerHost> Manager<H> {
 
   /// M7: forgets the server (pending state, source, tools) and closes its transport.
   pub async fn disconnect_server(&self, name: &str) -> Result<(), H::Value> {
-    let (server, reconnects) = self.with(|s| {
+    let (server, reconnects, subscribed) = self.with(|s| {
+      let subscribed = s
+        .subscribed
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, uris)| uris.clone());
       s.forget_records(name);
-      (s.remove(name), s.end_reconnect_call(name, None))
+      (s.remove(name), s.end_reconnect_call(name, None), subscribed)
     });
+    let connection = server
+      .as_ref()
+      .filter(|s| s.is_connected())
+      .and_then(|s| s.connection().cloned());
+    // A36: what it subscribed is unsubscribed (not awaited), and prompt users told.
+    if let (Some(connection), Some(uris)) = (&connection, subscribed) {
+      self.unsubscribe_detached(name, connection, uris);
+    }
+    let had_prompts = connection
+      .as_ref()
+      .and_then(|c| self.host.field(c, "prompts").ok())
+      .and_then(|p| self.host.items(&p))
+      .is_some_and(|p| !p.is_empty());
     self.abandon_reconnects(reconnects);
     let had_tools = server
       .as_ref()
@@ -176,6 +194,9 @@ impl<H: ManagerHost> Manager<H> {
     let closing = server.and_then(|server| self.forget(server));
     if had_tools {
       self.tools_changed(name);
+    }
+    if had_prompts {
+      self.prompts_changed(name);
     }
     match closing {
       Some(closing) => closing.await.map(|_| ()),

@@ -12,6 +12,7 @@
 
 pub mod backoff;
 pub mod breaker;
+mod catalog;
 mod changes;
 pub mod config_file;
 mod connect;
@@ -20,6 +21,7 @@ mod gate;
 pub mod host;
 mod lifecycle;
 pub mod naming;
+mod notifications;
 pub mod ordering;
 mod prepare;
 mod reconnect;

@@ -92,6 +92,20 @@ pub struct Servers<H: ManagerHost> {
   pub auth_handler: Option<H::Value>,
   /// A36 `setOnToolsChanged(handler)`.
   pub on_tools_changed: Option<H::Value>,
+  /// A36 `setOnResourcesChanged(handler)`, `setOnPromptsChanged(handler)`.
+  pub on_resources_changed: Option<H::Value>,
+  pub on_prompts_changed: Option<H::Value>,
+  /// A35 `addNotificationListener`: each listener with its id, in the order added.
+  pub listeners: Vec<(u64, H::Value)>,
+  /// A35: what arrived while nobody listened (server, method, params), oldest first.
+  pub unheard: std::collections::VecDeque<(String, String, H::Value)>,
+  /// A36 `setNotificationsEnabled`: on or off, and which switch it is (the epoch).
+  pub notifications_enabled: bool,
+  pub notifications_epoch: u64,
+  /// A36: the resource URIs subscribed per server.
+  pub subscribed: Vec<(String, Vec<String>)>,
+  /// A36: the `refreshServerResources` in flight per server (its ticket, its promise).
+  pub resource_refreshes: Vec<(String, u64, H::Waiter)>,
 }
 
 impl<H: ManagerHost> Default for Servers<H> {
@@ -105,6 +119,14 @@ impl<H: ManagerHost> Default for Servers<H> {
       breaker: Breaker::default(),
       auth_handler: None,
       on_tools_changed: None,
+      on_resources_changed: None,
+      on_prompts_changed: None,
+      listeners: Vec::new(),
+      unheard: std::collections::VecDeque::new(),
+      notifications_enabled: false,
+      notifications_epoch: 0,
+      subscribed: Vec::new(),
+      resource_refreshes: Vec::new(),
     }
   }
 }
@@ -241,6 +263,7 @@ impl<H: ManagerHost> Servers<H> {
 
   /// Everything, with the reconnect calls in flight (`disconnectAll`).
   pub fn take_all(&mut self) -> (Vec<Server<H>>, Vec<H::Waiter>) {
+    self.subscribed.clear();
     self.sources.clear();
     self.configs.clear();
     self.breaker.clear();
@@ -249,6 +272,18 @@ impl<H: ManagerHost> Servers<H> {
       .map(|(_, _, waiter)| waiter)
       .collect();
     (std::mem::take(&mut self.list), reconnects)
+  }
+
+  /// Each connected server with its connection, in order.
+  pub fn connections(&self) -> Vec<(String, H::Value)> {
+    self
+      .list
+      .iter()
+      .filter_map(|server| match &server.phase {
+        Phase::Connected(c) => Some((server.name.clone(), c.clone())),
+        _ => None,
+      })
+      .collect()
   }
 
   pub fn iter(&self) -> impl Iterator<Item = &Server<H>> {
@@ -268,6 +303,7 @@ impl<H: ManagerHost> Servers<H> {
 
   pub fn forget_records(&mut self, name: &str) {
     self.breaker.reset(name);
+    self.subscribed.retain(|(n, _)| n != name);
     self.sources.retain(|(n, _)| n != name);
     self.configs.retain(|(n, _)| n != name);
   }

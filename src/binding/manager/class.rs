@@ -60,6 +60,42 @@ fn settles_to_undefined(
   finish(js, promise(js, settled))
 }
 
+/// A JS `Map` of these entries, each value made by `value`.
+fn js_map<T>(
+  js: Js,
+  entries: &[(String, T)],
+  value: impl Fn(&T) -> Result<Value, Thrown>,
+) -> Result<Value, Thrown> {
+  let map = js.construct(js.get(js.global(), "Map")?, &[])?;
+  let set = js.get(map, "set")?;
+  for (key, item) in entries {
+    js.call(set, map, &[js.string(key), value(item)?])?;
+  }
+  Ok(map)
+}
+
+/// What a core query gave: the value, `undefined` for `None`, or the throw.
+fn value_or_undefined(js: Js, found: Option<Result<Held, Held>>) -> napi::Result<JsRaw> {
+  match found {
+    None => Ok(JsRaw(js.undefined())),
+    Some(Ok(value)) => Ok(JsRaw(value.get(js))),
+    Some(Err(error)) => Err(thrown(js, Thrown(error.get(js)))),
+  }
+}
+
+/// The promise of a core call that answers `None` for a server not connected.
+fn resolving_undefined(
+  js: Js,
+  work: impl std::future::Future<Output = Option<Result<Held, Held>>> + 'static,
+) -> napi::Result<JsRaw> {
+  let settled = async move {
+    work
+      .await
+      .unwrap_or_else(|| Ok(Held::new(js, js.undefined())))
+  };
+  finish(js, promise(js, settled))
+}
+
 fn string_array(js: Js, names: &[String]) -> Result<Value, Thrown> {
   let array = js.array(names.len())?;
   for (i, name) in names.iter().enumerate() {
@@ -109,7 +145,7 @@ impl JsMcpManager {
     if options.is_some_and(|o| js.type_of(o) != sys::ValueType::napi_object) {
       return Err(type_error(js, "The \"options\" argument must be an object"));
     }
-    let host = JsManagerHost::new(js, tool_cache, options);
+    let host = JsManagerHost::new(js, &cwd, tool_cache, options);
     Ok(JsMcpManager {
       manager: Manager::new(host, cwd),
     })
@@ -434,6 +470,176 @@ impl JsMcpManager {
     let js = Js::new(env.raw());
     let handler = optional(js, handler).map(|h| Held::new(js, h));
     self.manager.set_on_tools_changed(handler);
+  }
+
+  /// A35: hears every notification of every server (after the manager's own refresh); the
+  /// first listener gets the last 100 that arrived before it. Returns the remover.
+  #[napi(js_name = "addNotificationListener", skip_typescript)]
+  pub fn add_notification_listener(&self, env: Env, listener: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    match self
+      .manager
+      .add_notification_listener(Held::new(js, listener.0))
+    {
+      Ok(remove) => Ok(JsRaw(remove.get(js))),
+      Err(error) => Err(thrown(js, Thrown(error.get(js)))),
+    }
+  }
+
+  /// A36: `(server, uri)` for `resources/updated` on a subscribed URI.
+  #[napi(js_name = "setOnResourcesChanged", skip_typescript)]
+  pub fn set_on_resources_changed(&self, env: Env, handler: Option<JsArg>) {
+    let js = Js::new(env.raw());
+    let handler = optional(js, handler).map(|h| Held::new(js, h));
+    self.manager.set_on_resources_changed(handler);
+  }
+
+  /// A36: `(server)` after its prompts were listed; replayed for those that have some.
+  #[napi(js_name = "setOnPromptsChanged", skip_typescript)]
+  pub fn set_on_prompts_changed(&self, env: Env, handler: Option<JsArg>) {
+    let js = Js::new(env.raw());
+    let handler = optional(js, handler).map(|h| Held::new(js, h));
+    self.manager.set_on_prompts_changed(handler);
+  }
+
+  #[napi(js_name = "setNotificationsEnabled", skip_typescript)]
+  pub fn set_notifications_enabled(&self, env: Env, this: This<JsArg>, on: JsArg) {
+    let js = Js::new(env.raw());
+    self.bound(&this).set_notifications_enabled(js.truthy(on.0));
+  }
+
+  #[napi(js_name = "getNotificationState", skip_typescript)]
+  pub fn get_notification_state(&self, env: Env) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let (enabled, subscribed) = self.manager.notification_state();
+    let built = (|| {
+      let set_class = js.get(js.global(), "Set")?;
+      let subscriptions = js_map(js, &subscribed, |uris| {
+        js.construct(set_class, &[string_array(js, uris)?])
+      })?;
+      let state = js.object()?;
+      js.set(state, "enabled", js.boolean(enabled));
+      js.set(state, "subscriptions", subscriptions);
+      Ok(state)
+    })();
+    built.map(JsRaw).map_err(|t| thrown(js, t))
+  }
+
+  #[napi(js_name = "refreshServerResources", skip_typescript)]
+  pub fn refresh_server_resources(
+    &self,
+    env: Env,
+    this: This<JsArg>,
+    name: JsArg,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.bound(&this);
+    let result = match Self::name(js, name) {
+      Err(error) => js.rejected(error),
+      Ok(name) => match manager.refresh_server_resources(&name) {
+        Ok(promise) => Ok(promise.get(js)),
+        Err(error) => js.rejected(error.get(js)),
+      },
+    };
+    finish(js, result)
+  }
+
+  #[napi(js_name = "ensureServerResources", skip_typescript)]
+  pub fn ensure_server_resources(
+    &self,
+    env: Env,
+    this: This<JsArg>,
+    name: JsArg,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.bound(&this);
+    let result = match Self::name(js, name) {
+      Err(error) => js.rejected(error),
+      Ok(name) => match manager.ensure_server_resources(&name) {
+        Ok(promise) => Ok(promise.get(js)),
+        Err(error) => js.rejected(error.get(js)),
+      },
+    };
+    finish(js, result)
+  }
+
+  #[napi(js_name = "refreshServerPrompts", skip_typescript)]
+  pub fn refresh_server_prompts(&self, env: Env, name: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let name = match Self::name(js, name) {
+      Ok(name) => name,
+      Err(error) => return finish(js, js.rejected(error)),
+    };
+    let manager = self.manager.clone();
+    settles_to_undefined(
+      js,
+      async move { manager.refresh_server_prompts(&name).await },
+    )
+  }
+
+  #[napi(js_name = "getServerResources", skip_typescript)]
+  pub fn get_server_resources(&self, env: Env, name: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let found = js
+      .rust_string(name.0)
+      .and_then(|n| self.manager.server_resources(&n));
+    value_or_undefined(js, found)
+  }
+
+  #[napi(js_name = "getServerPrompts", skip_typescript)]
+  pub fn get_server_prompts(&self, env: Env, name: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let found = js
+      .rust_string(name.0)
+      .and_then(|n| self.manager.server_prompts(&n));
+    value_or_undefined(js, found)
+  }
+
+  #[napi(js_name = "readServerResource", skip_typescript)]
+  pub fn read_server_resource(
+    &self,
+    env: Env,
+    name: JsArg,
+    uri: JsArg,
+    options: Option<JsArg>,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let name = js.rust_string(name.0).unwrap_or_default();
+    let uri = Held::new(js, uri.0);
+    let options = optional(js, options).map(|o| Held::new(js, o));
+    let manager = self.manager.clone();
+    resolving_undefined(js, async move {
+      manager.read_server_resource(&name, uri, options).await
+    })
+  }
+
+  #[napi(js_name = "executePrompt", skip_typescript)]
+  pub fn execute_prompt(
+    &self,
+    env: Env,
+    name: JsArg,
+    prompt: JsArg,
+    args: Option<JsArg>,
+    options: Option<JsArg>,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let name = js.rust_string(name.0).unwrap_or_default();
+    let prompt = Held::new(js, prompt.0);
+    let args = optional(js, args).map(|a| Held::new(js, a));
+    let options = optional(js, options).map(|o| Held::new(js, o));
+    let manager = self.manager.clone();
+    resolving_undefined(js, async move {
+      manager.execute_prompt(&name, prompt, args, options).await
+    })
+  }
+
+  #[napi(js_name = "getServerInstructions", skip_typescript)]
+  pub fn get_server_instructions(&self, env: Env) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let instructions = self.manager.server_instructions();
+    js_map(js, &instructions, |text| Ok(js.string(text)))
+      .map(JsRaw)
+      .map_err(|t| thrown(js, t))
   }
 
   /// M8: lists the server's tools again, caches them and replaces its tools.

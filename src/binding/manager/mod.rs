@@ -18,7 +18,7 @@ use super::executor;
 use super::host::{call_method, ready, JsHost, OnJs};
 use super::js::{ErrorKind, Held, Js, Thrown, Value};
 use crate::host::{Pending, Values};
-use crate::manager::host::{Level, Loader, ManagerHost, Watch};
+use crate::manager::host::{Compat, Level, Loader, ManagerHost, Settings, Watch};
 
 #[derive(Clone)]
 pub(crate) struct JsManagerHost(Rc<Inner>);
@@ -28,13 +28,17 @@ struct Inner {
   tool_cache: Option<Held>,
   options: Option<Held>,
   auth_storage: RefCell<Option<Held>>,
+  /// A36: the roots a v18 manager's servers are offered, as JSON: its cwd.
+  roots: String,
   /// The JS object (weak), so flows call its possibly overridden methods (W1).
   this: RefCell<Option<Held>>,
 }
 
 impl JsManagerHost {
-  fn new(js: Js, tool_cache: Option<Value>, options: Option<Value>) -> Self {
+  fn new(js: Js, cwd: &str, tool_cache: Option<Value>, options: Option<Value>) -> Self {
+    let roots = crate::client::features::roots_of(std::path::Path::new(cwd));
     JsManagerHost(Rc::new(Inner {
+      roots: serde_json::Value::Array(roots).to_string(),
       base: JsHost::new(js),
       tool_cache: tool_cache.map(|c| Held::new(js, c)),
       options: options.map(|o| Held::new(js, o)),
@@ -148,6 +152,14 @@ impl ManagerHost for JsManagerHost {
     self.call_this("refreshServerTools", &[self.js().string(name)])
   }
 
+  fn refresh_server_resources(&self, name: &str) -> Pending<Held> {
+    self.call_this("refreshServerResources", &[self.js().string(name)])
+  }
+
+  fn refresh_server_prompts(&self, name: &str) -> Pending<Held> {
+    self.call_this("refreshServerPrompts", &[self.js().string(name)])
+  }
+
   fn reconnect_server(&self, name: &str, options: Option<&Held>) -> Pending<Held> {
     let js = self.js();
     let mut args = vec![js.string(name)];
@@ -193,6 +205,11 @@ impl ManagerHost for JsManagerHost {
         if let Some(value) = self.option(name) {
           js.set(options, name, value);
         }
+      }
+      // A36: a v18 manager answers roots/list with its own cwd, not the process's.
+      let v18 = Settings::read(self, ManagerHost::options(self).as_ref()).compat == Compat::V18;
+      if v18 && self.option("roots").is_none() {
+        js.set(options, "roots", js.json_parse(&self.0.roots)?);
       }
       Ok::<_, Thrown>((controller, options))
     })();
@@ -265,7 +282,7 @@ impl ManagerHost for JsManagerHost {
     Some(self.0.base.call_method(&cache, "setEra", &args))
   }
 
-  fn watch(&self, connection: &Held, watch: Watch) -> Result<(), Held> {
+  fn watch(&self, connection: &Held, watch: Watch<Held>) -> Result<(), Held> {
     let js = self.js();
     let installed = (|| {
       let transport = js.get(connection.get(js), "transport")?;
@@ -299,7 +316,10 @@ impl ManagerHost for JsManagerHost {
               thrown.get_or_insert(error);
             }
           }
-          on_notification(&js.rust_string(method).unwrap_or_default());
+          on_notification(
+            &js.rust_string(method).unwrap_or_default(),
+            Held::new(js, params),
+          );
           thrown.map_or_else(|| Ok(js.undefined()), Err)
         })?;
         js.set(transport, "onNotification", hook);
