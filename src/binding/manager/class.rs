@@ -156,6 +156,26 @@ impl JsMcpManager {
     self.manager.clone()
   }
 
+  /// The promise a core call hands out for a server (one shared by concurrent callers).
+  fn shared_promise(
+    &self,
+    env: Env,
+    this: &This<JsArg>,
+    name: JsArg,
+    call: impl FnOnce(&Rc<Manager<JsManagerHost>>, &str) -> Result<Held, Held>,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.bound(this);
+    let result = match Self::name(js, name) {
+      Err(error) => js.rejected(error),
+      Ok(name) => match call(&manager, &name) {
+        Ok(promise) => Ok(promise.get(js)),
+        Err(error) => js.rejected(error.get(js)),
+      },
+    };
+    finish(js, result)
+  }
+
   /// `name` as a string, else the TypeError to reject with.
   fn name(js: Js, name: JsArg) -> Result<String, Value> {
     js.rust_string(name.0)
@@ -432,11 +452,6 @@ impl JsMcpManager {
     options: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let manager = self.bound(&this);
-    let name = match Self::name(js, name) {
-      Ok(name) => name,
-      Err(error) => return finish(js, js.rejected(error)),
-    };
     let options = optional(js, options).filter(|o| js.type_of(*o) == sys::ValueType::napi_object);
     let field = |key: &str| {
       options.and_then(|o| js.get(o, key).ok()).filter(|v| {
@@ -448,11 +463,9 @@ impl JsMcpManager {
     };
     let manual = field("manual").is_some_and(|v| js.truthy(v));
     let challenge = field("authChallenge").map(|c| Held::new(js, c));
-    let result = match manager.reconnect_server(&name, manual, challenge) {
-      Ok(promise) => Ok(promise.get(js)),
-      Err(error) => js.rejected(error.get(js)),
-    };
-    finish(js, result)
+    self.shared_promise(env, &this, name, |manager, name| {
+      manager.reconnect_server(name, manual, challenge)
+    })
   }
 
   /// A34: completes OAuth after a tool-level auth challenge: `(server, challenge) =>
@@ -532,16 +545,9 @@ impl JsMcpManager {
     this: This<JsArg>,
     name: JsArg,
   ) -> napi::Result<JsRaw> {
-    let js = Js::new(env.raw());
-    let manager = self.bound(&this);
-    let result = match Self::name(js, name) {
-      Err(error) => js.rejected(error),
-      Ok(name) => match manager.refresh_server_resources(&name) {
-        Ok(promise) => Ok(promise.get(js)),
-        Err(error) => js.rejected(error.get(js)),
-      },
-    };
-    finish(js, result)
+    self.shared_promise(env, &this, name, |manager, name| {
+      manager.refresh_server_resources(name)
+    })
   }
 
   #[napi(js_name = "ensureServerResources", skip_typescript)]
@@ -551,16 +557,9 @@ impl JsMcpManager {
     this: This<JsArg>,
     name: JsArg,
   ) -> napi::Result<JsRaw> {
-    let js = Js::new(env.raw());
-    let manager = self.bound(&this);
-    let result = match Self::name(js, name) {
-      Err(error) => js.rejected(error),
-      Ok(name) => match manager.ensure_server_resources(&name) {
-        Ok(promise) => Ok(promise.get(js)),
-        Err(error) => js.rejected(error.get(js)),
-      },
-    };
-    finish(js, result)
+    self.shared_promise(env, &this, name, |manager, name| {
+      manager.ensure_server_resources(name)
+    })
   }
 
   #[napi(js_name = "refreshServerPrompts", skip_typescript)]
