@@ -63,6 +63,8 @@ export interface MCPStdioServerConfig extends MCPServerConfigBase {
   env?: Record<string, string>;
   /** A2/A37: `literal`: env values are data, used verbatim (no lookups, empties kept). */
   envPolicy?: "literal";
+  /** A37: these env keys are data, kept verbatim, whatever the policy. */
+  envLiteralKeys?: string[];
   cwd?: string;
 }
 
@@ -790,8 +792,14 @@ export declare class MCPManager<TTool = MCPTool> {
   /** The working directory `.mcp.json` is looked up in. */
   readonly cwd: string;
   setAuthStorage(storage: MCPAuthStorage | null | undefined): void;
-  /** M3: the config with OAuth injected and every env / header value resolved (a copy). */
-  prepareConfig<T extends MCPServerConfig>(config: T): Promise<T>;
+  /** M3/A37: `this.resolveCredentials` (skipped by `oauth: false`), then every env / header
+   * value resolved, except `envPolicy: "literal"`, `envLiteralKeys` and `origin-locked`
+   * headers (a copy). */
+  prepareConfig<T extends MCPServerConfig>(config: T, options?: { oauth?: boolean; forceRefresh?: boolean }): Promise<T>;
+  /** A37 (overridable): the config with its credential; by default M3's from the auth storage. */
+  resolveCredentials<T extends MCPServerConfig>(config: T, options?: { forceRefresh?: boolean }): Promise<T>;
+  /** A37 (overridable): whether a 401 should refresh the credential (`onAuthError` is wired). */
+  hasRefreshableCredential(config: MCPServerConfig): boolean;
   /** M1/M4 and A31/A32: the third argument is `onStatus` (v18) or `onConnecting` (v12). */
   connectServers(
     configs: Record<string, MCPServerConfig>,

@@ -1048,6 +1048,22 @@ impl ManagerHost for FakeHost {
     })
   }
 
+  fn resolve_credentials(&self, config: &V, _force_refresh: bool) -> Pending<V> {
+    let host = self.clone();
+    let config = config.clone();
+    Box::pin(async move { crate::manager::inject_credential(&host, &config).await })
+  }
+
+  fn has_refreshable_credential(&self, config: &V) -> bool {
+    crate::manager::names_a_credential(self, config)
+  }
+
+  fn set_auth_refresh(&self, _connection: &V, _refresh: crate::host::HostFn<V>) {}
+
+  fn has_credential_store(&self) -> bool {
+    self.0.credentials.borrow().is_some()
+  }
+
   fn refresh_server_resources(&self, name: &str) -> Pending<V> {
     self.record().refreshes.push(format!("resources {name}"));
     ready(Ok(V::Undefined))

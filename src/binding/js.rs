@@ -259,6 +259,15 @@ impl Js {
     Ok(v)
   }
 
+  /// `name in object` (accessors on the prototype count).
+  pub fn has(&self, object: Value, name: &str) -> bool {
+    let key = self.string(name);
+    let mut found = false;
+    // SAFETY: object and key are values of the current scope; `found` is a valid out slot.
+    let status = unsafe { sys::napi_has_property(self.env, object, key, &mut found) };
+    status == sys::Status::napi_ok && found
+  }
+
   pub fn set(&self, object: Value, name: &str, value: Value) {
     let name = c_name(name);
     // SAFETY: object and value are of the current scope; `name` is NUL-terminated.

@@ -201,7 +201,40 @@ impl<H: ManagerHost> Manager<H> {
     self.write_cache(name, &config, definitions);
     self.tools_changed(name);
     self.load_catalog(name);
+    self.wire_auth_refresh(&config, connection);
     Ok(())
+  }
+
+  /// A37 (v18): a server whose config has a refreshable credential gets, on a transport with
+  /// `onAuthError`, one that answers with the headers of `prepareConfig(config,
+  /// {forceRefresh: true})` (`null` for stdio).
+  fn wire_auth_refresh(&self, config: &H::Value, connection: &H::Value) {
+    if self.settings().compat != super::host::Compat::V18
+      || !self.host.has_refreshable_credential(config)
+    {
+      return;
+    }
+    let host = self.host.clone();
+    let config = config.clone();
+    let refresh: crate::host::HostFn<H::Value> = Rc::new(move |_| {
+      let (host, config) = (host.clone(), config.clone());
+      Box::pin(async move {
+        let options = super::prepare::PrepareOptions {
+          oauth: true,
+          force_refresh: true,
+        };
+        let refreshed = super::prepare::prepare_config(&host, &config, options).await?;
+        let kind = host.field(&refreshed, "type")?;
+        let headers = host.field(&refreshed, "headers")?;
+        let http = matches!(host.as_string(&kind).as_deref(), Some("http" | "sse"));
+        if http && host.is_object(&headers) {
+          Ok(headers)
+        } else {
+          host.json("null")
+        }
+      })
+    });
+    self.host.set_auth_refresh(connection, refresh);
   }
 
   /// M10/M11: the manager hears of an unexpected close, and of notifications when it

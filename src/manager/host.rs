@@ -117,6 +117,15 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
   fn prepare_config(&self, config: &Self::Value) -> Pending<Self::Value>;
   /// W1 `this.refreshServerTools(name)`.
   fn refresh_server_tools(&self, name: &str) -> Pending<Self::Value>;
+  /// W1/A37 `this.resolveCredentials(config, {forceRefresh})`.
+  fn resolve_credentials(&self, config: &Self::Value, force_refresh: bool) -> Pending<Self::Value>;
+  /// W1/A37 `this.hasRefreshableCredential(config)`.
+  fn has_refreshable_credential(&self, config: &Self::Value) -> bool;
+  /// A37: when the connection's transport has an `onAuthError` (`"onAuthError" in
+  /// transport`), it becomes `refresh`.
+  fn set_auth_refresh(&self, connection: &Self::Value, refresh: crate::host::HostFn<Self::Value>);
+  /// M3: an auth storage was given (`setAuthStorage`).
+  fn has_credential_store(&self) -> bool;
   /// W1/A35 `this.refreshServerResources(name)`.
   fn refresh_server_resources(&self, name: &str) -> Pending<Self::Value>;
   /// W1/A35 `this.refreshServerPrompts(name)`.

@@ -44,7 +44,9 @@ pub use discover::discover_and_connect;
 pub use gate::{Entry, Report, Status, StatusHook};
 use host::{Level, ManagerHost};
 pub use lifecycle::Wait;
-pub use prepare::{prepare_config, prepare_entries, Prepared};
+pub use prepare::{
+  inject_credential, names_a_credential, prepare_config, prepare_entries, PrepareOptions, Prepared,
+};
 use state::Servers;
 
 /// One manager's state and its host. Flows that outlive a call hold it by `Rc`.

@@ -1,7 +1,8 @@
-//! M3/W6 `prepareConfig`: which entries of a config are resolved (`env` for stdio, `headers`
-//! for http/sse), the OAuth credential injected into them, and what each resolves to
-//! (`options.resolveConfigValue`, else the built-in rules). An entry that resolves to
-//! nothing is dropped.
+//! M3/W6/A37 `prepareConfig`: `this.resolveCredentials` first (by default the OAuth
+//! credential of M3 injected), then which entries of a config are resolved (`env` for stdio,
+//! `headers` for http/sse) and what each resolves to (`options.resolveConfigValue`, else the
+//! built-in rules). An entry that resolves to nothing is dropped. `envPolicy: "literal"`,
+//! `envLiteralKeys` and `headerPolicy: "origin-locked"` keep values as data.
 use serde_json::Value as Json;
 
 use super::host::ManagerHost;
@@ -39,16 +40,103 @@ fn oauth_access<H: Values>(host: &H, credential: &H::Value) -> Option<String> {
   (kind == "oauth" && !access.is_empty()).then_some(access)
 }
 
-/// M3 `prepareConfig(config)`: a copy of the caller's config whose entries are a copy of
-/// its own with the updates applied; the entries field is set when the config had one or
-/// something is left in it.
+/// What `prepareConfig(config, options)` was asked.
+#[derive(Debug, Clone, Copy)]
+pub struct PrepareOptions {
+  /// `oauth: false` skips `resolveCredentials` (a probe that must see the bare 401).
+  pub oauth: bool,
+  /// A37: the credential is refreshed even when it looks valid (after a 401).
+  pub force_refresh: bool,
+}
+
+impl Default for PrepareOptions {
+  fn default() -> Self {
+    PrepareOptions {
+      oauth: true,
+      force_refresh: false,
+    }
+  }
+}
+
+/// M3/A37 `prepareConfig(config, options)`: `this.resolveCredentials(config, {forceRefresh})`
+/// unless `oauth` is off, then a copy of that config whose entries are a copy of its own
+/// with the values resolved; the entries field is set when the config had one or something
+/// is left in it.
 pub async fn prepare_config<H: ManagerHost>(
   host: &H,
   config: &H::Value,
+  options: PrepareOptions,
+) -> Result<H::Value, H::Value> {
+  let config = if options.oauth {
+    host
+      .resolve_credentials(config, options.force_refresh)
+      .await?
+  } else {
+    config.clone()
+  };
+  let json = json_of(host, &config)?.unwrap_or(Json::Null);
+  let prepared = resolve_entries(host, &json, false).await;
+  apply(host, &config, prepared)
+}
+
+/// A37's default `resolveCredentials(config)`: M3's OAuth credential in a copy's `env`
+/// (`OAUTH_ACCESS_TOKEN`) or `headers` (`Authorization: Bearer …`, replacing any spelling
+/// of that header); the config itself when there is none to inject.
+pub async fn inject_credential<H: ManagerHost>(
+  host: &H,
+  config: &H::Value,
+) -> Result<H::Value, H::Value> {
+  let json = json_of(host, config)?.unwrap_or(Json::Null);
+  let Some(lookup) = credential_id(&json).and_then(|id| host.credential(id)) else {
+    return Ok(config.clone());
+  };
+  let Some(access) = lookup.await.ok().and_then(|c| oauth_access(host, &c)) else {
+    return Ok(config.clone());
+  };
+  let (key, value) = if is_stdio(&json) {
+    ("OAUTH_ACCESS_TOKEN", access)
+  } else {
+    ("Authorization", format!("Bearer {access}"))
+  };
+  let field = entries_field(&json);
+  let copy = host.shallow_copy(config)?;
+  let original = host.field(&copy, field)?;
+  let entries = if host.is_object(&original) {
+    host.shallow_copy(&original)?
+  } else {
+    host.object(Vec::new())?
+  };
+  for other in host.keys(&entries)? {
+    if other != key && other.eq_ignore_ascii_case(key) {
+      host.delete_field(&entries, &other);
+    }
+  }
+  host.set_field(&entries, key, host.string(&value))?;
+  host.set_field(&copy, field, entries)?;
+  Ok(copy)
+}
+
+/// A37's default `hasRefreshableCredential(config)`: an OAuth credential id, and a storage
+/// to look it up in.
+pub fn names_a_credential<H: ManagerHost>(host: &H, config: &H::Value) -> bool {
+  let json = json_of(host, config).ok().flatten().unwrap_or(Json::Null);
+  credential_id(&json).is_some() && host.has_credential_store()
+}
+
+fn entries_field(config: &Json) -> &'static str {
+  if is_stdio(config) {
+    "env"
+  } else {
+    "headers"
+  }
+}
+
+fn apply<H: ManagerHost>(
+  host: &H,
+  config: &H::Value,
+  prepared: Prepared,
 ) -> Result<H::Value, H::Value> {
   let copy = host.shallow_copy(config)?;
-  let json = json_of(host, config)?.unwrap_or(Json::Null);
-  let prepared = prepare_entries(host, &json).await;
   let original = host.field(&copy, prepared.field)?;
   let entries = if host.is_object(&original) {
     host.shallow_copy(&original)?
@@ -67,30 +155,62 @@ pub async fn prepare_config<H: ManagerHost>(
   Ok(copy)
 }
 
-/// The updates for a config given as JSON (the caller's object is never touched).
+/// The updates for a config given as JSON, M3's credential included (the caller's object
+/// is never touched).
 pub async fn prepare_entries<H: ManagerHost>(host: &H, config: &Json) -> Prepared {
+  resolve_entries(host, config, true).await
+}
+
+/// The updates; with `inject`, M3's credential first.
+async fn resolve_entries<H: ManagerHost>(host: &H, config: &Json, inject: bool) -> Prepared {
   let stdio = is_stdio(config);
-  let field = if stdio { "env" } else { "headers" };
-  // Only string entries are resolved; others stay as they are.
+  let field = entries_field(config);
+  let literal = if stdio {
+    config.get("envPolicy").and_then(Json::as_str) == Some("literal")
+  } else {
+    config.get("headerPolicy").and_then(Json::as_str) == Some("origin-locked")
+  };
+  let literal_keys: Vec<&str> = match config.get("envLiteralKeys") {
+    Some(Json::Array(keys)) if stdio => keys.iter().filter_map(Json::as_str).collect(),
+    _ => Vec::new(),
+  };
+  // Only string entries are resolved, and literal keys stay as they are.
   let mut entries: Vec<(String, Option<String>)> = match config.get(field) {
     Some(Json::Object(map)) => map
       .iter()
+      .filter(|(k, _)| !literal_keys.contains(&k.as_str()))
       .map(|(k, v)| (k.clone(), v.as_str().map(str::to_string)))
       .collect(),
     _ => Vec::new(),
   };
-  if let Some(lookup) = credential_id(config).and_then(|id| host.credential(id)) {
+  let lookup = inject
+    .then(|| credential_id(config).and_then(|id| host.credential(id)))
+    .flatten();
+  if let Some(lookup) = lookup {
     if let Some(access) = lookup.await.ok().and_then(|c| oauth_access(host, &c)) {
       let (key, value) = if stdio {
         ("OAUTH_ACCESS_TOKEN", access)
       } else {
         ("Authorization", format!("Bearer {access}"))
       };
+      // A literal policy keeps the values as data; the credential still goes in.
+      if literal {
+        return Prepared {
+          field,
+          updates: vec![(key.to_string(), Some(value))],
+        };
+      }
       match entries.iter_mut().find(|(k, _)| k == key) {
         Some(entry) => entry.1 = Some(value),
         None => entries.push((key.to_string(), Some(value))),
       }
     }
+  }
+  if literal {
+    return Prepared {
+      field,
+      updates: Vec::new(),
+    };
   }
   let (keys, values): (Vec<String>, Vec<String>) = entries
     .into_iter()

@@ -1579,3 +1579,36 @@ async fn a34_v18_a_lost_server_is_retried_on_the_ladder_then_keeps_its_tools() {
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a37_literal_policies_keep_values_as_data() {
+  local(async {
+    let host = FakeHost::new();
+    host.environment(&[("TOKEN_VAR", "from-env")]);
+    let literal = json!({ "command": "x", "env": { "A": "TOKEN_VAR", "B": "" }, "envPolicy": "literal" });
+    assert_eq!(prepare_entries(&host, &literal).await.updates, Vec::new());
+    let keys = json!({
+      "command": "x",
+      "env": { "A": "TOKEN_VAR", "B": "TOKEN_VAR" },
+      "envLiteralKeys": ["A"],
+    });
+    assert_eq!(
+      prepare_entries(&host, &keys).await.updates,
+      pairs(&[("B", Some("from-env"))])
+    );
+    let locked = json!({
+      "type": "http",
+      "url": "u",
+      "headers": { "X": "TOKEN_VAR" },
+      "headerPolicy": "origin-locked",
+    });
+    assert_eq!(prepare_entries(&host, &locked).await.updates, Vec::new());
+    // The policy of the other transport kind does not apply.
+    let mixed = json!({ "type": "http", "url": "u", "headers": { "X": "TOKEN_VAR" }, "envPolicy": "literal" });
+    assert_eq!(
+      prepare_entries(&host, &mixed).await.updates,
+      pairs(&[("X", Some("from-env"))])
+    );
+  })
+  .await;
+}

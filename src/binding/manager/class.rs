@@ -17,7 +17,8 @@ use crate::binding::transport_class::{finish, thrown};
 use crate::host::Values;
 use crate::manager::host::Compat;
 use crate::manager::{
-  discover_and_connect, prepare_config, Entry, Manager, Status, StatusHook, Wait,
+  discover_and_connect, inject_credential, names_a_credential, prepare_config, Entry, Manager,
+  PrepareOptions, Status, StatusHook, Wait,
 };
 
 thread_local! {
@@ -212,7 +213,13 @@ impl JsMcpManager {
   /// M3/W6: a copy of the config with the OAuth credential injected and its env (stdio) or
   /// header (http/sse) values resolved; the caller's config is never touched.
   #[napi(js_name = "prepareConfig", skip_typescript)]
-  pub fn prepare_config(&self, env: Env, this: This<JsArg>, config: JsArg) -> napi::Result<JsRaw> {
+  pub fn prepare_config(
+    &self,
+    env: Env,
+    this: This<JsArg>,
+    config: JsArg,
+    options: Option<JsArg>,
+  ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let manager = self.bound(&this);
     let config = config.0;
@@ -220,10 +227,52 @@ impl JsMcpManager {
       let error = js_error::type_error(js, "The \"config\" argument must be an object");
       return finish(js, js.rejected(error));
     }
+    let field = |name: &str| {
+      optional(js, options)
+        .filter(|o| js.type_of(*o) == sys::ValueType::napi_object)
+        .and_then(|o| js.get(o, name).ok())
+    };
+    // A37: only `oauth: false` skips the credentials.
+    let oauth = !field("oauth")
+      .is_some_and(|v| js.type_of(v) == sys::ValueType::napi_boolean && !js.truthy(v));
+    let force_refresh = field("forceRefresh").is_some_and(|v| js.truthy(v));
     let host = manager.host().clone();
     let config = Held::new(js, config);
-    let preparing = async move { prepare_config(&host, &config).await };
+    let options = PrepareOptions {
+      oauth,
+      force_refresh,
+    };
+    let preparing = async move { prepare_config(&host, &config, options).await };
     finish(js, promise(js, preparing))
+  }
+
+  /// A37's default: M3's OAuth credential from the auth storage injected into a copy.
+  /// `forceRefresh` is for overrides that can refresh; this one only looks it up.
+  #[napi(js_name = "resolveCredentials", skip_typescript)]
+  pub fn resolve_credentials(
+    &self,
+    env: Env,
+    config: JsArg,
+    _options: Option<JsArg>,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    if !js.is_record(config.0) {
+      let error = js_error::type_error(js, "The \"config\" argument must be an object");
+      return finish(js, js.rejected(error));
+    }
+    let host = self.manager.host().clone();
+    let config = Held::new(js, config.0);
+    finish(
+      js,
+      promise(js, async move { inject_credential(&host, &config).await }),
+    )
+  }
+
+  /// A37's default: the config names an OAuth credential and an auth storage is set.
+  #[napi(js_name = "hasRefreshableCredential", skip_typescript)]
+  pub fn has_refreshable_credential(&self, env: Env, config: JsArg) -> bool {
+    let js = Js::new(env.raw());
+    js.is_record(config.0) && names_a_credential(self.manager.host(), &Held::new(js, config.0))
   }
 
   #[napi(js_name = "connectServers", skip_typescript)]

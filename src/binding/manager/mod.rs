@@ -152,6 +152,42 @@ impl ManagerHost for JsManagerHost {
     self.call_this("refreshServerTools", &[self.js().string(name)])
   }
 
+  fn resolve_credentials(&self, config: &Held, force_refresh: bool) -> Pending<Held> {
+    let js = self.js();
+    let options = match js.object() {
+      Ok(options) => options,
+      Err(Thrown(error)) => return ready(Err(self.0.base.hold(error))),
+    };
+    js.set(options, "forceRefresh", js.boolean(force_refresh));
+    self.call_this("resolveCredentials", &[config.get(js), options])
+  }
+
+  fn has_refreshable_credential(&self, config: &Held) -> bool {
+    let js = self.js();
+    match self.this() {
+      Some(this) => call_method(js, this, "hasRefreshableCredential", &[config.get(js)])
+        .is_ok_and(|answer| js.truthy(answer)),
+      None => false,
+    }
+  }
+
+  fn set_auth_refresh(&self, connection: &Held, refresh: crate::host::HostFn<Held>) {
+    let js = self.js();
+    let Ok(transport) = js.get(connection.get(js), "transport") else {
+      return;
+    };
+    if js.type_of(transport) != sys::ValueType::napi_object || !js.has(transport, "onAuthError") {
+      return;
+    }
+    if let Ok(function) = crate::host::Callbacks::function(self, "onAuthError", refresh) {
+      js.set(transport, "onAuthError", function.get(js));
+    }
+  }
+
+  fn has_credential_store(&self) -> bool {
+    self.0.auth_storage.borrow().is_some()
+  }
+
   fn refresh_server_resources(&self, name: &str) -> Pending<Held> {
     self.call_this("refreshServerResources", &[self.js().string(name)])
   }
