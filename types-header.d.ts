@@ -752,6 +752,20 @@ export interface MCPReconnectOptions {
   maxDelayMs?: number;
 }
 
+/** A38: the client functions a manager calls; the agent passes its own module's. */
+export interface MCPClientApi {
+  connectToServer: typeof connectToServer;
+  disconnectServer: typeof disconnectServer;
+  listTools: typeof listTools;
+  listResources: typeof listResources;
+  listResourceTemplates: typeof listResourceTemplates;
+  listPrompts: typeof listPrompts;
+  readResource: typeof readResource;
+  getPrompt: typeof getPrompt;
+  subscribeToResources: typeof subscribeToResources;
+  unsubscribeFromResources: typeof unsubscribeFromResources;
+}
+
 export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
   /** A40: the agent version to behave as (default `"v18"`). `"v12"`: `connectServers`' third
    * argument is `onConnecting`, uncached servers are waited for (M4), `mcp_` tool names. */
@@ -762,6 +776,9 @@ export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
   startupTimeoutMs?: number;
   logger?: MCPLogger;
   toolFactory?: MCPToolFactory<TTool>;
+  /** A38: each function given replaces ours, read at each call (spies see every call);
+   * `options.connect` still wins over `connectToServer`. */
+  clientApi?: Partial<MCPClientApi>;
   /** Replaces `connectToServer` for every connect (the agent's tests stub it). */
   connect?: (name: string, config: MCPServerConfig) => Promise<MCPServerConnection>;
   /** M9/W4: config discovery; without it `<cwd>/.mcp.json` is read. */

@@ -95,3 +95,52 @@ describe("A37 prepareConfig", () => {
     expect((plain.getConnection("s")!.transport as any).onAuthError).toBeUndefined();
   });
 });
+
+describe("A38 clientApi", () => {
+  it("A38: every client call goes through clientApi's functions, read at each call, so spies on the agent's client module see them", async () => {
+    const calls: string[] = [];
+    const names = [
+      "connectToServer",
+      "disconnectServer",
+      "listTools",
+      "listResources",
+      "listResourceTemplates",
+      "listPrompts",
+      "readResource",
+      "getPrompt",
+      "subscribeToResources",
+      "unsubscribeFromResources",
+    ] as const;
+    const api: Record<string, (...args: any[]) => any> = {};
+    for (const name of names) {
+      api[name] = (...args: any[]) => {
+        calls.push(name);
+        return (native as any)[name](...args);
+      };
+    }
+    const { server } = await import("./helpers");
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-a38-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const manager = new native.MCPManager(dir, null, { startupTimeoutMs: 10_000, clientApi: api as any });
+    cleanups.push(() => manager.disconnectAll());
+    await manager.connectServers({ s: { command: process.execPath, args: [server, "--all-capabilities", "--subscribe"] } }, {});
+    expect(calls.slice(0, 2)).toEqual(["connectToServer", "listTools"]);
+    await manager.ensureServerResources("s");
+    const { waitFor } = await import("./helpers");
+    expect(await waitFor(() => calls.includes("listPrompts"), 3000)).toBe(true);
+    expect(calls).toEqual(expect.arrayContaining(["listResources", "listResourceTemplates", "listPrompts"]));
+    await manager.readServerResource("s", "fixture://r/1");
+    await manager.executePrompt("s", "p0", { who: "x" });
+    expect(calls.slice(-2)).toEqual(["readResource", "getPrompt"]);
+    manager.setNotificationsEnabled(true);
+    expect(await waitFor(() => manager.getNotificationState().subscriptions.has("s"), 3000)).toBe(true);
+    expect(calls.at(-1)).toBe("subscribeToResources");
+    // Read at each call: a spy installed later is the one used.
+    let replaced = 0;
+    api.listTools = (...args: any[]) => (replaced++, native.listTools(...(args as [any])));
+    await manager.refreshServerTools("s");
+    expect(replaced).toBe(1);
+    await manager.disconnectServer("s");
+    expect(calls.slice(-2).sort()).toEqual(["disconnectServer", "unsubscribeFromResources"]);
+  });
+});

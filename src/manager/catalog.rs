@@ -10,9 +10,7 @@ use super::host::{Level, ManagerHost};
 use super::state::Phase;
 use super::subscription_epoch::{post_action, PostAction};
 use super::Manager;
-use crate::client::resources::{
-  list, prompt_params, request, subscription, supports_subscriptions, Listing,
-};
+use crate::client::resources::{subscription, supports_subscriptions, Listing};
 use crate::client::supports;
 
 impl<H: ManagerHost> Manager<H> {
@@ -119,13 +117,8 @@ impl<H: ManagerHost> Manager<H> {
     host.set_field(&connection, "resources", host.undefined())?;
     host.set_field(&connection, "resourceTemplates", host.undefined())?;
     let (resources, templates) = join(
-      list(host.clone(), connection.clone(), Listing::Resources, None),
-      list(
-        host.clone(),
-        connection.clone(),
-        Listing::ResourceTemplates,
-        None,
-      ),
+      self.list_of(&connection, Listing::Resources),
+      self.list_of(&connection, Listing::ResourceTemplates),
     )
     .await;
     if let Err(error) = templates {
@@ -178,7 +171,17 @@ impl<H: ManagerHost> Manager<H> {
     uris: &[String],
     on: bool,
   ) {
-    subscribe_with(&self.host, name, connection, uris, on).await;
+    if uris.is_empty() {
+      return;
+    }
+    match self.subscription_of(connection, uris, on) {
+      Some(called) => {
+        if let Err(error) = called.await {
+          self.log_catalog_failure(name, "resource subscriptions", &error);
+        }
+      }
+      None => subscribe_with(&self.host, name, connection, uris, on).await,
+    }
   }
 
   async fn subscribe_and_track(
@@ -251,6 +254,10 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   pub(super) fn unsubscribe_detached(&self, name: &str, connection: &H::Value, uris: Vec<String>) {
+    if let Some(called) = self.subscription_of(connection, &uris, false) {
+      let what = "Failed to unsubscribe from the resources of MCP server";
+      return self.warn_on_failure(called, name, what);
+    }
     let host = self.host.clone();
     let (name, connection) = (name.to_string(), connection.clone());
     self.host.spawn(Box::pin(async move {
@@ -311,7 +318,7 @@ impl<H: ManagerHost> Manager<H> {
     self
       .host
       .set_field(&connection, "prompts", self.host.undefined())?;
-    list(self.host.clone(), connection, Listing::Prompts, None).await?;
+    self.list_of(&connection, Listing::Prompts).await?;
     self.prompts_changed(name);
     Ok(())
   }
@@ -389,11 +396,7 @@ impl<H: ManagerHost> Manager<H> {
     options: Option<H::Value>,
   ) -> Option<Result<H::Value, H::Value>> {
     let connection = self.connected(name)?;
-    let params = match self.host.object(vec![("uri", uri)]) {
-      Ok(params) => params,
-      Err(error) => return Some(Err(error)),
-    };
-    Some(request(&self.host, &connection, "resources/read", params, options).await)
+    Some(self.read_resource_of(&connection, uri, options).await)
   }
 
   /// `executePrompt(name, prompt, args, options)`; `None` when not connected.
@@ -405,11 +408,11 @@ impl<H: ManagerHost> Manager<H> {
     options: Option<H::Value>,
   ) -> Option<Result<H::Value, H::Value>> {
     let connection = self.connected(name)?;
-    let params = match prompt_params(&self.host, prompt, arguments) {
-      Ok(params) => params,
-      Err(error) => return Some(Err(error)),
-    };
-    Some(request(&self.host, &connection, "prompts/get", params, options).await)
+    Some(
+      self
+        .get_prompt_of(&connection, prompt, arguments, options)
+        .await,
+    )
   }
 
   /// `getServerInstructions()`: each connected server's non-empty instructions.

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::host::{ManagerHost, Watch};
 use super::state::Phase;
 use super::Manager;
-use crate::client::{era, list_tools};
+use crate::client::era;
 
 /// How one connect attempt ended, for the startup gate.
 pub(super) enum Outcome {
@@ -159,7 +159,7 @@ impl<H: ManagerHost> Manager<H> {
     if let Some(source) = source {
       let _ = self.host.set_field(&connection, "_source", source);
     }
-    let listed = list_tools(self.host.clone(), connection.clone(), None).await;
+    let listed = self.list_tools_of(&connection).await;
     if !self.with(|s| s.is_current(name, generation)) {
       self.close_detached(&connection);
       return Err(None);

@@ -124,6 +124,10 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
   /// A37: when the connection's transport has an `onAuthError` (`"onAuthError" in
   /// transport`), it becomes `refresh`.
   fn set_auth_refresh(&self, connection: &Self::Value, refresh: crate::host::HostFn<Self::Value>);
+  /// A38 `options.clientApi[name]`, when it is a function (read at each call).
+  fn client_function(&self, _name: &str) -> Option<Self::Value> {
+    None
+  }
   /// M3: an auth storage was given (`setAuthStorage`).
   fn has_credential_store(&self) -> bool;
   /// W1/A35 `this.refreshServerResources(name)`.

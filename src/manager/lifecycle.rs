@@ -8,7 +8,6 @@ use futures::StreamExt;
 use super::host::{Level, ManagerHost};
 use super::state::{Phase, Server};
 use super::Manager;
-use crate::client::list_tools;
 use crate::host::Pending;
 
 /// M6 `waitForConnection(name)`.
@@ -111,7 +110,7 @@ impl<H: ManagerHost> Manager<H> {
     let _ = self
       .host
       .set_field(&connection, "tools", self.host.undefined());
-    let definitions = list_tools(self.host.clone(), connection.clone(), None).await?;
+    let definitions = self.list_tools_of(&connection).await?;
     let still = self.with(|s| {
       s.current(name, generation)
         .is_some_and(|server| server.is_connected())
@@ -223,7 +222,11 @@ impl<H: ManagerHost> Manager<H> {
       self.host.abort(controller);
     }
     self.settle_phase(server.phase, Err(&self.not_connected(&server.name)));
-    let transport = self.host.field(&connection?, "transport").ok()?;
+    let connection = connection?;
+    if let Some(closing) = self.disconnect_of(&connection) {
+      return Some(closing);
+    }
+    let transport = self.host.field(&connection, "transport").ok()?;
     self
       .host
       .is_object(&transport)

@@ -14,6 +14,7 @@ pub mod backoff;
 pub mod breaker;
 mod catalog;
 mod changes;
+mod client_api;
 pub mod config_file;
 mod connect;
 mod discover;
@@ -121,6 +122,11 @@ impl<H: ManagerHost> Manager<H> {
 
   /// Closes a connection's transport; nobody waits for it.
   fn close_detached(&self, connection: &H::Value) {
+    if let Some(closing) = self.disconnect_of(connection) {
+      return self.host.spawn(Box::pin(async move {
+        let _ = closing.await;
+      }));
+    }
     let Ok(transport) = crate::client::connection_transport(&self.host, connection) else {
       return;
     };

@@ -11,7 +11,6 @@ use super::backoff::ReconnectPolicy;
 use super::host::{Level, ManagerHost};
 use super::state::Phase;
 use super::Manager;
-use crate::client::list_tools;
 
 /// The connection fields a reconnect copies from the new connection into the old object.
 const CONNECTION_FIELDS: [&str; 5] = [
@@ -145,7 +144,7 @@ impl<H: ManagerHost> Manager<H> {
       let _ = self
         .host
         .set_field(&connection, "tools", self.host.undefined());
-      let listed = list_tools(self.host.clone(), connection.clone(), None).await;
+      let listed = self.list_tools_of(&connection).await;
       if !self.with(|s| s.is_current(name, generation)) {
         return self.close_detached(&connection);
       }

@@ -184,6 +184,13 @@ impl ManagerHost for JsManagerHost {
     }
   }
 
+  fn client_function(&self, name: &str) -> Option<Held> {
+    let js = self.js();
+    let api = self.option("clientApi")?;
+    let function = js.get(api, name).ok()?;
+    js.is_function(function).then(|| Held::new(js, function))
+  }
+
   fn has_credential_store(&self) -> bool {
     self.0.auth_storage.borrow().is_some()
   }
@@ -252,6 +259,12 @@ impl ManagerHost for JsManagerHost {
     match prepared {
       Err(Thrown(error)) => (None, ready(Err(base.hold(error)))),
       Ok((controller, options)) => {
+        // A38: the agent's own connectToServer, with the options ours would get.
+        if let Some(connect) = ManagerHost::client_function(self, "connectToServer") {
+          let api = self.option("clientApi").unwrap_or_else(|| js.undefined());
+          let args = [js.string(name), config.get(js), options];
+          return (controller, base.call(connect.get(js), api, &args));
+        }
         let connecting: Pending<Held> =
           match connect_request(js, js.string(name), config.get(js), Some(options)) {
             Ok(request) => Box::pin(crate::client::connect(base, request)),
