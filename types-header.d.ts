@@ -495,6 +495,11 @@ export interface MCPConnectOptions extends MCPClientHandlers {
     /** Merged over the defaults key by key at the top level. */
     capabilities?: MCPClientCapabilities;
   };
+  /** A26: the transport's `onNotification`, set before `initialize`. */
+  onNotification?: (method: string, params: unknown) => void;
+  /** A26/A40: `"v12"` answers an unhandled server request `-32601 Method not found`; v18 (the
+   * default) says `Unsupported server request: <method>`. */
+  compat?: "v12" | "v18";
 }
 
 /** P5: a root the client offers the server (`roots/list`). */

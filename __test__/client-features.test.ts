@@ -50,8 +50,8 @@ const form = {
 };
 
 describe("P5 handlers over stdio (our fixture)", () => {
-  it("P5: without handlers only roots is advertised, roots/list answers the cwd, the rest is -32601", async () => {
-    const connection = await connect(fixtureConfig);
+  it('P5/A26: without handlers only roots is advertised, roots/list answers the cwd, the rest is -32601 (v12: "Method not found")', async () => {
+    const connection = await connect(fixtureConfig, { compat: "v12" });
     expect((await initializeParams(connection)).capabilities).toEqual({ roots: { listChanged: false } });
     expect(await askClient(connection, "roots/list")).toEqual({
       roots: [{ uri: pathToFileURL(process.cwd()).href, name: basename(process.cwd()) }],
@@ -60,6 +60,35 @@ describe("P5 handlers over stdio (our fixture)", () => {
       error: { code: -32601, message: "Method not found" },
     });
     expect(await askClient(connection, "elicitation/create", form)).toEqual({ error: { code: -32601, message: "Method not found" } });
+    // A26 (v18, the default): the message names the method.
+    const v18 = await connect(fixtureConfig);
+    expect(await askClient(v18, "sampling/createMessage", { messages: [], maxTokens: 1 })).toEqual({
+      error: { code: -32601, message: "Unsupported server request: sampling/createMessage" },
+    });
+    expect(await askClient(v18, "ping")).toEqual({});
+  });
+
+  it("A26: onNotification is on the transport before initialize; setProtocolVersion hears the negotiated version", async () => {
+    const heard: string[] = [];
+    const connection = await connect({ ...fixtureConfig, args: [server, "--instructions=hi"] }, { onNotification: (method: string) => heard.push(method) });
+    expect(connection.transport.onNotification).toBeTypeOf("function");
+    await connection.transport.request("tools/call", { name: "send_notification", arguments: { method: "notifications/x" } });
+    expect(heard).toContain("notifications/x");
+    expect(connection.instructions).toBe("hi");
+    // Our HttpTransport is told too: the prototype's method is looked up when it is called.
+    const { startHttpFixture } = await import("./fixtures/http-server");
+    const f = await startHttpFixture();
+    cleanups.push(() => f.close());
+    const proto = native.HttpTransport.prototype as any;
+    const original = proto.setProtocolVersion;
+    const versions: string[] = [];
+    proto.setProtocolVersion = function (this: unknown, v: string) {
+      versions.push(v);
+      return original.call(this, v);
+    };
+    cleanups.push(() => (proto.setProtocolVersion = original));
+    const http = await connect({ type: "http", url: f.url });
+    expect(versions).toEqual([http.protocolVersion]);
   });
 
   it("P5: each handler advertises its capability; elicitation gets (params, {serverName}) and form defaults fill what it left out", async () => {

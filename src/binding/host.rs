@@ -268,6 +268,11 @@ impl<T: OnJs> Transports for T {
     call_if_present(js, transport, "startSSEListener", &args);
   }
 
+  fn set_protocol_version(&self, transport: &Held, version: &str) {
+    let js = self.on().js;
+    call_if_present(js, transport, "setProtocolVersion", &[js.string(version)]);
+  }
+
   fn attach_connection(&self, transport: &Held, connection: &Held) {
     let js = self.on().js;
     call_if_present(js, transport, "_attachConnection", &[connection.get(js)]);

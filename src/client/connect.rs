@@ -175,7 +175,12 @@ fn serve_requests<H: Transports + Callbacks>(
     }
   });
   let on_request = host.function("onRequest", serve)?;
-  host.set_field(transport, "onRequest", on_request)
+  host.set_field(transport, "onRequest", on_request)?;
+  // A26: set before `initialize`, so nothing the server sends first is lost.
+  match &request.features.on_notification {
+    Some(listener) => host.set_field(transport, "onNotification", listener.clone()),
+    None => Ok(()),
+  }
 }
 
 async fn initialize<H: Transports + Callbacks + Clock>(
@@ -405,6 +410,7 @@ async fn initialize_handshake<H: Transports + Callbacks>(
     if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
       return Err(host.error(&unsupported_version_message(&request.name, &version)));
     }
+    host.set_protocol_version(transport, &version);
   }
   let connection = connection_object(
     host,

@@ -17,6 +17,11 @@ pub struct ClientFeatures<V> {
   pub elicitation: Option<V>,
   /// T11's generic handler, for every other method.
   pub on_request: Option<V>,
+  /// A26 `onNotification`, on the transport before `initialize`.
+  pub on_notification: Option<V>,
+  /// A26/A40 `compat: "v12"`: a request nobody handles is answered `Method not found`
+  /// rather than v18's `Unsupported server request: <method>`.
+  pub v12: bool,
 }
 
 impl<V> Default for ClientFeatures<V> {
@@ -26,6 +31,8 @@ impl<V> Default for ClientFeatures<V> {
       sampling: None,
       elicitation: None,
       on_request: None,
+      on_notification: None,
+      v12: false,
     }
   }
 }
@@ -61,6 +68,8 @@ impl<V: Clone> ClientFeatures<V> {
       sampling: function("sampling")?,
       elicitation: function("elicitation")?,
       on_request: function("onRequest")?,
+      on_notification: function("onNotification")?,
+      v12: field("compat")?.and_then(|c| host.as_string(&c)).as_deref() == Some("v12"),
     })
   }
 
@@ -128,13 +137,21 @@ pub fn serve<H: Callbacks>(
       host.call(on_request, vec![method, params, extra])
     }
     (None, "roots/list", None) => Box::pin(async move { host.json(&cwd_roots().to_string()) }),
-    (None, _, None) => Box::pin(async move { Err(method_not_found(&host)) }),
+    (None, _, None) => {
+      let v18 = (!features.v12).then(|| method.to_string());
+      Box::pin(async move { Err(method_not_found(&host, v18.as_deref())) })
+    }
   }
 }
 
-/// T11's `-32601 Method not found`, as a thrown value the answer rules read.
-fn method_not_found<H: Values>(host: &H) -> H::Value {
-  let error = json!({ "code": METHOD_NOT_FOUND, "message": "Method not found" });
+/// T11's `-32601 Method not found` (A26 with v18: `Unsupported server request: <method>`), as
+/// a thrown value the answer rules read.
+fn method_not_found<H: Values>(host: &H, method: Option<&str>) -> H::Value {
+  let message = method.map_or_else(
+    || "Method not found".to_string(),
+    |method| format!("Unsupported server request: {method}"),
+  );
+  let error = json!({ "code": METHOD_NOT_FOUND, "message": message });
   host
     .json(&error.to_string())
     .unwrap_or_else(|thrown| thrown)
@@ -238,6 +255,8 @@ mod tests {
       sampling: Some(()),
       elicitation: Some(()),
       on_request: None,
+      on_notification: None,
+      v12: false,
     };
     assert_eq!(
       Value::Object(all.capabilities()),
@@ -401,23 +420,32 @@ mod serve_tests {
   }
 
   #[tokio::test]
-  async fn p5_unhandled_methods_are_method_not_found() {
+  async fn p5_a26_unhandled_methods_are_unsupported_v12_method_not_found() {
     local(async {
       let host = FakeHost::new();
-      let error = serve(
-        &host,
-        &ClientFeatures::default(),
-        "sampling/createMessage",
-        v(json!({})),
-        V::Undefined,
-      )
-      .await
-      .unwrap_err();
-      let answer = crate::client::server_requests::rpc_error(&host, &error);
-      assert_eq!(
-        (answer.code, answer.message.as_str()),
-        (-32601, "Method not found")
-      );
+      let v12 = ClientFeatures {
+        v12: true,
+        ..ClientFeatures::default()
+      };
+      for (features, message) in [
+        (
+          ClientFeatures::default(),
+          "Unsupported server request: sampling/createMessage",
+        ),
+        (v12, "Method not found"),
+      ] {
+        let error = serve(
+          &host,
+          &features,
+          "sampling/createMessage",
+          v(json!({})),
+          V::Undefined,
+        )
+        .await
+        .unwrap_err();
+        let answer = crate::client::server_requests::rpc_error(&host, &error);
+        assert_eq!((answer.code, answer.message.as_str()), (-32601, message));
+      }
     })
     .await;
   }

@@ -254,6 +254,9 @@ impl ManagerHost for JsManagerHost {
       if v18 && self.option("roots").is_none() {
         js.set(options, "roots", js.json_parse(&self.0.roots)?);
       }
+      if !v18 {
+        js.set(options, "compat", js.string("v12"));
+      }
       Ok::<_, Thrown>((controller, options))
     })();
     match prepared {
