@@ -556,6 +556,7 @@ pub fn core_connect(host: &FakeHost, name: &str, config: &V) -> Pending<V> {
     features: Default::default(),
     signal: None,
     timeout: connect_timeout(config),
+    legacy_sse: false,
   };
   Box::pin(crate::client::connect(host.clone(), request))
 }
@@ -1179,6 +1180,7 @@ impl ManagerHost for FakeHost {
       features: Default::default(),
       signal: Some(controller.clone()),
       timeout: connect_timeout(config),
+      legacy_sse: false,
     };
     let connecting = crate::client::connect(self.clone(), request);
     (Some(controller), Box::pin(connecting))

@@ -83,6 +83,11 @@ pub trait Clock {
 pub trait Transports: Values {
   /// §5: the transport a config asks for, connected.
   fn create_transport(&self, config: &Self::Value) -> Pending<Self::Value>;
+  /// The same; with `legacy_sse`, `type: "sse"` as v18's `connectToServer` routes it (A25:
+  /// the legacy transport, falling back to Streamable HTTP) rather than §5/H11.
+  fn create_transport_as(&self, config: &Self::Value, _legacy_sse: bool) -> Pending<Self::Value> {
+    self.create_transport(config)
+  }
   fn request(
     &self,
     transport: &Self::Value,

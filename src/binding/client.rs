@@ -21,9 +21,16 @@ fn reject_type_error(js: Js, message: &str) -> Result<Value, Thrown> {
   js.rejected(js_error::type_error(js, message))
 }
 
-/// §5: the transport for a config: stdio when `type` is omitted or "stdio", HTTP for
-/// "http"/"sse", else `Error("Unknown server type: <type>")`.
-pub(crate) fn create_transport_value(js: Js, config: Value) -> Result<Value, Thrown> {
+/// §5/A25: the transport for a config: stdio when `type` is omitted or "stdio", HTTP for
+/// "http" and "sse" (which detects the legacy protocol itself, H11), else
+/// `Error("Unknown server type: <type>")`. With `legacy_sse` (v18's `connectToServer`), "sse"
+/// opens the legacy transport, falling back to Streamable HTTP; not for a config with our own
+/// `oauth`, whose flow runs on the HTTP transport.
+pub(crate) fn create_transport_value(
+  js: Js,
+  config: Value,
+  legacy_sse: bool,
+) -> Result<Value, Thrown> {
   if !js.is_record(config) {
     return reject_type_error(js, "The \"config\" argument must be an object");
   }
@@ -39,6 +46,11 @@ pub(crate) fn create_transport_value(js: Js, config: Value) -> Result<Value, Thr
   let env = Env::from_raw(js.env);
   let created = match transport_kind(kind_text.as_deref()) {
     Ok(TransportKind::Stdio) => create_stdio_transport(env, JsArg(config)),
+    Ok(TransportKind::Http)
+      if legacy_sse && kind_text.as_deref() == Some("sse") && !has_oauth(js, config) =>
+    {
+      return sse_with_fallback(env, js, config);
+    }
     Ok(TransportKind::Http) => create_http_transport(env, JsArg(config), None),
     Err(message) => return js.rejected(js.error(ErrorKind::Error, &message)),
   };
@@ -50,6 +62,48 @@ pub(crate) fn create_transport_value(js: Js, config: Value) -> Result<Value, Thr
   })
 }
 
+fn has_oauth(js: Js, config: Value) -> bool {
+  js.get(config, "oauth").is_ok_and(|o| !js.is_nullish(o))
+}
+
+/// A25: `createSseTransport(config)`; a GET answered 400/404/405/406, or not with an event
+/// stream, means a Streamable HTTP server: the HTTP transport is tried once instead.
+fn sse_with_fallback(env: Env, js: Js, config: Value) -> Result<Value, Thrown> {
+  let raise = move |error: napi::Error| {
+    Thrown(
+      js.take_exception()
+        .unwrap_or_else(|| js.error(ErrorKind::Error, &error.reason)),
+    )
+  };
+  let legacy = super::legacy_sse::create_sse_transport(env, JsArg(config)).map_err(raise)?;
+  let legacy = super::executor::settled(js, legacy.0);
+  let config = Held::new(js, config);
+  super::executor::promise(js, async move {
+    let failure = match legacy.await {
+      Ok(transport) => return Ok(transport),
+      Err(failure) => failure,
+    };
+    let status = js
+      .get(failure.get(js), "status")
+      .ok()
+      .and_then(|s| js.number_value(s))
+      .map(|s| s as u16);
+    let message = js
+      .get(failure.get(js), "message")
+      .ok()
+      .and_then(|m| js.rust_string(m))
+      .unwrap_or_default();
+    if !crate::transport::legacy_sse::falls_back_to_streamable_http(status, &message) {
+      return Err(failure);
+    }
+    let created = match create_http_transport(env, JsArg(config.get(js)), None) {
+      Ok(created) => created.0,
+      Err(error) => return Err(Held::new(js, raise(error).0)),
+    };
+    super::executor::settled(js, created).await
+  })
+}
+
 /// Creates and connects the transport a config asks for (§5).
 #[napi(
   js_name = "createTransport",
@@ -58,7 +112,7 @@ pub(crate) fn create_transport_value(js: Js, config: Value) -> Result<Value, Thr
 )]
 pub fn create_transport(env: Env, config: JsArg) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
-  finish(js, create_transport_value(js, config.0))
+  finish(js, create_transport_value(js, config.0, false))
 }
 
 /// C4: `capabilities.tools !== undefined`.
@@ -113,6 +167,7 @@ pub(crate) fn connect_request(
     features,
     signal: signal.map(|s| Held::new(js, s)),
     timeout,
+    legacy_sse: false,
   })
 }
 
@@ -162,7 +217,11 @@ pub fn connect_to_server(
 ) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
   let result = match connect_request(js, name.0, config.0, options.map(|o| o.0)) {
-    Ok(request) => executor::promise(js, client::connect(JsHost::new(js), request)),
+    Ok(mut request) => {
+      // A25: v18's connectToServer routes "sse" to the legacy transport.
+      request.legacy_sse = !request.features.v12;
+      executor::promise(js, client::connect(JsHost::new(js), request))
+    }
     Err(error) => js.rejected(error),
   };
   finish(js, result)

@@ -230,8 +230,13 @@ impl<T: OnJs> Clock for T {
 
 impl<T: OnJs> Transports for T {
   fn create_transport(&self, config: &Held) -> Pending<Held> {
-    match super::client::create_transport_value(self.on().js, config.get(self.on().js)) {
-      Ok(created) => executor::settled(self.on().js, created),
+    self.create_transport_as(config, false)
+  }
+
+  fn create_transport_as(&self, config: &Held, legacy_sse: bool) -> Pending<Held> {
+    let js = self.on().js;
+    match super::client::create_transport_value(js, config.get(js), legacy_sse) {
+      Ok(created) => executor::settled(js, created),
       Err(Thrown(error)) => ready(Err(self.on().hold(error))),
     }
   }

@@ -30,6 +30,9 @@ pub struct ConnectRequest<V> {
   pub signal: Option<V>,
   /// `config.timeout ?? 30000`; `None` when 0.
   pub timeout: Option<Duration>,
+  /// A25: `type: "sse"` opens the legacy transport (falling back to Streamable HTTP), as the
+  /// v18 agent's `connectToServer` does; otherwise §5/H11's HTTP transport.
+  pub legacy_sse: bool,
 }
 
 /// The connection object `{name, config, transport, serverInfo, capabilities,
@@ -56,7 +59,7 @@ where
   // N2: a server that exits on the era probe is started again, once, for the handshake.
   let mut respawned = false;
   loop {
-    let creating = host.create_transport(&request.config);
+    let creating = host.create_transport_as(&request.config, request.legacy_sse);
     let transport = match select(creating, &mut stop).await {
       Either::Left((Ok(transport), _)) => {
         *created.borrow_mut() = Some(transport.clone());

@@ -15,6 +15,7 @@ fn request(config: V) -> ConnectRequest<V> {
     client: ClientOptions::default(),
     features: Default::default(),
     signal: None,
+    legacy_sse: false,
   }
 }
 

@@ -58,6 +58,9 @@ pub enum LegacySseError {
   /// A22: a 2xx answer to the GET that fetch would give a null body (204, 205).
   #[error("Legacy SSE response did not include a body")]
   NoBody,
+  /// A25: the GET was answered, but not with an event stream (a Streamable HTTP server).
+  #[error("Legacy SSE response is not an event stream: {0}")]
+  NotEventStream(String),
   #[error("Legacy SSE endpoint origin mismatch: expected {expected}, received {received}")]
   OriginMismatch { expected: String, received: String },
   /// The `endpoint` event's data is not a URL, even relative to the configured one.
@@ -77,6 +80,16 @@ pub enum LegacySseError {
   /// A23: the server ended the stream: nothing can be answered any more.
   #[error("Transport closed: legacy SSE stream closed")]
   StreamClosed,
+}
+
+/// A25: the answers to the legacy GET that mean the server speaks Streamable HTTP instead.
+pub const FALLBACK_STATUSES: [u16; 4] = [400, 404, 405, 406];
+
+/// A25: whether a failed legacy connect (its HTTP status, its message) falls back, once, to
+/// Streamable HTTP.
+pub fn falls_back_to_streamable_http(status: Option<u16>, message: &str) -> bool {
+  status.is_some_and(|s| FALLBACK_STATUSES.contains(&s))
+    || message.starts_with("Legacy SSE response is not an event stream")
 }
 
 /// Where a transport is in its life; it only moves down this list.
@@ -380,6 +393,19 @@ async fn find_endpoint(shared: &Shared) -> Result<(Url, EventReader), CoreError>
   if matches!(response.status().as_u16(), 204 | 205) {
     return Err(LegacySseError::NoBody.into());
   }
+  let content_type = response
+    .headers()
+    .get(reqwest::header::CONTENT_TYPE)
+    .and_then(|v| v.to_str().ok())
+    .unwrap_or("")
+    .to_string();
+  if !content_type.is_empty()
+    && !content_type
+      .to_ascii_lowercase()
+      .contains("text/event-stream")
+  {
+    return Err(LegacySseError::NotEventStream(content_type).into());
+  }
   let mut events = EventReader::new(response, limit);
   while let Some(item) = events.next().await {
     if let ReadItem::Event(event) = item? {
@@ -566,6 +592,22 @@ mod tests {
 
   fn url(text: &str) -> Url {
     Url::parse(text).unwrap()
+  }
+
+  #[test]
+  fn a25_which_legacy_failures_fall_back_to_streamable_http() {
+    for status in [400, 404, 405, 406] {
+      assert!(falls_back_to_streamable_http(Some(status), "HTTP 4xx"));
+    }
+    for status in [401, 403, 500, 503] {
+      assert!(!falls_back_to_streamable_http(Some(status), "HTTP"));
+    }
+    let not_sse = LegacySseError::NotEventStream("application/json".into()).to_string();
+    assert!(falls_back_to_streamable_http(None, &not_sse));
+    assert!(!falls_back_to_streamable_http(
+      None,
+      "Legacy SSE endpoint event not received"
+    ));
   }
 
   #[test]

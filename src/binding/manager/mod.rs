@@ -270,7 +270,10 @@ impl ManagerHost for JsManagerHost {
         }
         let connecting: Pending<Held> =
           match connect_request(js, js.string(name), config.get(js), Some(options)) {
-            Ok(request) => Box::pin(crate::client::connect(base, request)),
+            Ok(mut request) => {
+              request.legacy_sse = !request.features.v12;
+              Box::pin(crate::client::connect(base, request))
+            }
             Err(error) => ready(Err(base.hold(error))),
           };
         (controller, connecting)
