@@ -61,6 +61,12 @@ fn settles_to_undefined(
   finish(js, promise(js, settled))
 }
 
+/// A callback argument, kept (the core drops anything but a function).
+fn held(env: Env, value: Option<JsArg>) -> Option<Held> {
+  let js = Js::new(env.raw());
+  optional(js, value).map(|h| Held::new(js, h))
+}
+
 /// A JS `Map` of these entries, each value made by `value`.
 fn js_map<T>(
   js: Js,
@@ -521,17 +527,13 @@ impl JsMcpManager {
   /// Promise<config | undefined>`.
   #[napi(js_name = "setAuthHandler", skip_typescript)]
   pub fn set_auth_handler(&self, env: Env, handler: Option<JsArg>) {
-    let js = Js::new(env.raw());
-    let handler = optional(js, handler).map(|h| Held::new(js, h));
-    self.manager.set_auth_handler(handler);
+    self.manager.set_auth_handler(held(env, handler));
   }
 
   /// A36: called with every tool after each change; `refreshServerTools` awaits it.
   #[napi(js_name = "setOnToolsChanged", skip_typescript)]
   pub fn set_on_tools_changed(&self, env: Env, handler: Option<JsArg>) {
-    let js = Js::new(env.raw());
-    let handler = optional(js, handler).map(|h| Held::new(js, h));
-    self.manager.set_on_tools_changed(handler);
+    self.manager.set_on_tools_changed(held(env, handler));
   }
 
   /// A35: hears every notification of every server (after the manager's own refresh); the
@@ -551,17 +553,13 @@ impl JsMcpManager {
   /// A36: `(server, uri)` for `resources/updated` on a subscribed URI.
   #[napi(js_name = "setOnResourcesChanged", skip_typescript)]
   pub fn set_on_resources_changed(&self, env: Env, handler: Option<JsArg>) {
-    let js = Js::new(env.raw());
-    let handler = optional(js, handler).map(|h| Held::new(js, h));
-    self.manager.set_on_resources_changed(handler);
+    self.manager.set_on_resources_changed(held(env, handler));
   }
 
   /// A36: `(server)` after its prompts were listed; replayed for those that have some.
   #[napi(js_name = "setOnPromptsChanged", skip_typescript)]
   pub fn set_on_prompts_changed(&self, env: Env, handler: Option<JsArg>) {
-    let js = Js::new(env.raw());
-    let handler = optional(js, handler).map(|h| Held::new(js, h));
-    self.manager.set_on_prompts_changed(handler);
+    self.manager.set_on_prompts_changed(held(env, handler));
   }
 
   #[napi(js_name = "setNotificationsEnabled", skip_typescript)]
