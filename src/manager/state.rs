@@ -38,6 +38,19 @@ pub struct Server<H: ManagerHost> {
 }
 
 impl<H: ManagerHost> Server<H> {
+  /// A server met for the first time, its connect starting.
+  fn connecting(name: &str, config: H::Value, generation: u64, waiter: H::Waiter) -> Self {
+    Server {
+      name: name.to_string(),
+      config,
+      generation,
+      phase: Phase::Connecting(waiter),
+      tools: None,
+      tools_deferred: false,
+      abort: None,
+    }
+  }
+
   /// The one connection object of this server (W3), once there is one.
   pub fn connection(&self) -> Option<&H::Value> {
     match &self.phase {
@@ -157,10 +170,7 @@ impl<H: ManagerHost> Servers<H> {
   /// Starts (or restarts) a server's first connect; returns its generation.
   pub fn begin_connect(&mut self, name: &str, config: H::Value, waiter: H::Waiter) -> u64 {
     let generation = self.next_generation();
-    match self.configs.iter_mut().find(|(n, _)| n == name) {
-      Some(entry) => entry.1 = config.clone(),
-      None => self.configs.push((name.to_string(), config.clone())),
-    }
+    self.remember_config(name, &config);
     match self.get_mut(name) {
       Some(server) => {
         server.config = config;
@@ -168,17 +178,19 @@ impl<H: ManagerHost> Servers<H> {
         server.phase = Phase::Connecting(waiter);
         server.abort = None;
       }
-      None => self.list.push(Server {
-        name: name.to_string(),
-        config,
-        generation,
-        phase: Phase::Connecting(waiter),
-        tools: None,
-        tools_deferred: false,
-        abort: None,
-      }),
+      None => self
+        .list
+        .push(Server::connecting(name, config, generation, waiter)),
     }
     generation
+  }
+
+  /// A32: the config `name` was last given.
+  fn remember_config(&mut self, name: &str, config: &H::Value) {
+    match self.configs.iter_mut().find(|(n, _)| n == name) {
+      Some(entry) => entry.1 = config.clone(),
+      None => self.configs.push((name.to_string(), config.clone())),
+    }
   }
 
   /// A34: a reconnect of a known server takes over its entry (tools kept, so they stay
@@ -192,20 +204,11 @@ impl<H: ManagerHost> Servers<H> {
     waiter: H::Waiter,
   ) -> (u64, Option<H::Value>, Option<H::Value>) {
     let generation = self.next_generation();
-    match self.configs.iter_mut().find(|(n, _)| n == name) {
-      Some(entry) => entry.1 = config.clone(),
-      None => self.configs.push((name.to_string(), config.clone())),
-    }
+    self.remember_config(name, &config);
     let Some(server) = self.get_mut(name) else {
-      self.list.push(Server {
-        name: name.to_string(),
-        config,
-        generation,
-        phase: Phase::Connecting(waiter),
-        tools: None,
-        tools_deferred: false,
-        abort: None,
-      });
+      self
+        .list
+        .push(Server::connecting(name, config, generation, waiter));
       return (generation, None, None);
     };
     server.config = config;
