@@ -276,26 +276,26 @@ describe("H8 the GET listener", () => {
     expect(errors).toEqual([]);
   });
 
-  it("H8: notifications and server requests on the GET stream are handled; it resolves when the stream ends", async () => {
+  it("H8/A20: notifications and server requests on the GET stream are handled; it resolves once the GET is answered, and the stream's end fires onClose", async () => {
     const f = await fixture({ get: "stream", session: "s-get" });
     const t = await connect({ url: f.url });
     await t.request("initialize", init);
     const seen: unknown[] = [];
     t.onNotification = (m, p) => seen.push([m, p]);
     t.onRequest = (method) => ({ answeredBy: "listener", method });
-    let stopped = false;
-    const listening = t.startSSEListener().then(() => (stopped = true));
-    await waitFor(() => f.getStreamCount() === 1);
+    let closed = false;
+    t.onClose = () => (closed = true);
+    await t.startSSEListener();
+    expect(f.getStreamCount()).toBe(1);
     expect(f.received.find((r) => r.method === "GET")?.headers["mcp-session-id"]).toBe("s-get");
     await t.request("get/push", { message: { jsonrpc: "2.0", method: "notifications/tools/list_changed" } });
     expect(await waitFor(() => seen.length === 1)).toBe(true);
     expect(seen[0]).toEqual(["notifications/tools/list_changed", undefined]);
     const asked: any = await t.request("get/ask", { method: "roots/list" });
     expect(asked.clientSaid.result).toEqual({ answeredBy: "listener", method: "roots/list" });
-    expect(stopped).toBe(false);
+    expect(closed).toBe(false);
     await t.request("get/end");
-    await listening;
-    expect(stopped).toBe(true);
+    expect(await waitFor(() => closed)).toBe(true);
   });
 
   it("H8/H9: close() stops the listener; a non-JSON event goes to onError", async () => {

@@ -35,11 +35,11 @@ describe("P2 resuming a request's stream", () => {
     expect(gets(f)).toEqual([]);
   });
 
-  it("P2: a refused GET ends the resumption at once", async () => {
+  it("P2/A19: a refused GET ends the resumption at once, with the refusal's status and body", async () => {
     const f = await fixture();
     const t = await connect({ url: f.url });
     const error: any = await t.request("resume/drop", { refuse: true, retry: 50 }).catch((e) => e);
-    expect(error.message).toMatch(/^No response received for request ID \d+$/);
+    expect(error.message).toBe("HTTP 405 resuming MCP SSE stream: Method Not Allowed");
     expect(gets(f)).toHaveLength(1);
   });
 
@@ -78,31 +78,32 @@ describe("P2 resuming a request's stream", () => {
 });
 
 describe("P2 resuming the GET listener", () => {
-  it("P2/H8: a listener stream with an event id that ends is opened again from it", async () => {
+  it("P2/A20: a listener stream with an event id that ends is opened again from it, with no onClose", async () => {
     const f = await fixture({ get: "stream", getPriming: 50 });
     const t = await connect({ url: f.url });
     const seen: string[] = [];
     t.onNotification = (method) => seen.push(method);
-    let stopped = false;
-    const listening = t.startSSEListener().then(() => (stopped = true));
-    await waitFor(() => f.getStreamCount() === 1);
+    let closed = false;
+    t.onClose = () => (closed = true);
+    await t.startSSEListener();
+    expect(f.getStreamCount()).toBe(1);
     await t.request("get/end");
     expect(await waitFor(() => gets(f).length === 2 && f.getStreamCount() === 1)).toBe(true);
     expect(gets(f)[1].headers["last-event-id"]).toBe("get-1");
     await t.request("get/push", { message: { jsonrpc: "2.0", method: "notifications/tools/list_changed" } });
     expect(await waitFor(() => seen.length === 1)).toBe(true);
-    expect(stopped).toBe(false);
+    expect(closed).toBe(false);
     await t.close();
-    await listening;
   });
 
-  it("H8: a listener stream without event ids still stops when it ends", async () => {
+  it("A20: a listener stream without event ids stops when it ends, and onClose fires", async () => {
     const f = await fixture({ get: "stream" });
     const t = await connect({ url: f.url });
-    const listening = t.startSSEListener();
-    await waitFor(() => f.getStreamCount() === 1);
+    let closed = false;
+    t.onClose = () => (closed = true);
+    await t.startSSEListener();
     await t.request("get/end");
-    await listening;
+    expect(await waitFor(() => closed)).toBe(true);
     expect(gets(f)).toHaveLength(1);
   });
 });

@@ -60,6 +60,13 @@ pub enum CoreError {
   /// H6: the SSE stream ended before the answer.
   #[error("No response received for request ID {0}")]
   NoResponse(String),
+  /// A19: the GET that would resume a request's stream was refused (`body` is the server's
+  /// text, or `auth refresh failed` when `onAuthError` had no new headers).
+  #[error("HTTP {status} resuming MCP SSE stream: {body}")]
+  ResumeRefused { status: u16, body: String },
+  /// A19: the resuming GET was answered, but not with an event stream.
+  #[error("MCP SSE resume returned unsupported Content-Type: {}", if .0.is_empty() { "(missing)" } else { .0.as_str() })]
+  ResumeNotEventStream(String),
   /// E3 over HTTP: a JSON body over `maxMessageBytes`.
   #[error("Response body larger than maxMessageBytes ({limit} bytes)")]
   BodyTooLarge { limit: usize },

@@ -969,6 +969,11 @@ impl Transports for FakeHost {
       self.record().listeners.push(t.id);
     }
   }
+
+  fn listen(&self, transport: &V) -> Pending<V> {
+    self.start_listener(transport, None);
+    ready(Ok(V::Undefined))
+  }
 }
 
 impl Callbacks for FakeHost {

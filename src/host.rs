@@ -100,6 +100,8 @@ pub trait Transports: Values {
   /// H8: starts the transport's GET listener, if it has one, without waiting for it. N7:
   /// in the stateless era, its subscription for `filter`.
   fn start_listener(&self, transport: &Self::Value, filter: Option<&Self::Value>);
+  /// A26: `await transport.startSSEListener?.()`, which settles once the GET is answered.
+  fn listen(&self, transport: &Self::Value) -> Pending<Self::Value>;
   /// A26: `transport.setProtocolVersion?.(version)` with the negotiated version.
   fn set_protocol_version(&self, _transport: &Self::Value, _version: &str) {}
   /// P6: tells a transport of ours which connection's cached lists its list_changed

@@ -54,6 +54,8 @@ pub enum Event {
   Stderr(String),
   Error(CoreError),
   Closed,
+  /// A20: the GET listener's stream ended for good; the transport stays connected.
+  ListenerEnded,
   /// O1: the OAuth flow needs the caller's `redirect` or token store.
   Auth {
     call: crate::oauth::HostCall,
@@ -580,10 +582,56 @@ impl Session {
     });
   }
 
+  /// A18: a JSON body is the answer to request `id`, which POSTed it, whatever id it names.
+  pub fn handle_answer(&self, id: u64, frame: &str) {
+    if !self.is_connected() {
+      return;
+    }
+    if let Ok(Incoming::Response { id: named, outcome }) = message::classify(frame) {
+      let ours = named.and_then(|named| self.state().request_number(named));
+      if ours != Some(id) {
+        return self.settle_response(id, outcome);
+      }
+    }
+    self.handle(frame, None)
+  }
+
+  /// Settles request number `id` (a wire number; reissued ones map to their request).
+  fn settle_response(&self, id: u64, outcome: Result<Box<RawValue>, message::RpcError>) {
+    let mut state = self.state();
+    let (ticket, pending) = state.take_answered(id);
+    if let (Some(pending), Ok(result)) = (&pending, &outcome) {
+      if pending.is_initialize {
+        state.protocol_version = message::protocol_version(result);
+      }
+    }
+    drop(state);
+    let Some(pending) = pending else { return };
+    let (lists_tools, subscription) = (pending.lists_tools, pending.subscription);
+    pending.stop_timer();
+    if subscription {
+      return self.subscription_ended(ticket);
+    }
+    let outcome = match outcome {
+      Ok(result) if lists_tools => Ok(self.screen_tools(result)),
+      other => other,
+    };
+    let outcome = outcome.map(Some).map_err(|e| CoreError::Rpc {
+      code: e.code,
+      message: e.message,
+      data: e.data,
+    });
+    self.events.emit(Event::Settled { ticket, outcome });
+  }
+
   fn handle(&self, frame: &str, owner: Option<&bytes::Bytes>) {
     if !self.is_connected() {
       // After close() nothing more reaches JS.
       return;
+    }
+    if let Some(batch) = message::batch(frame) {
+      // A8: a batch is its messages, in order.
+      return batch.iter().for_each(|one| self.handle(one.get(), None));
     }
     if message::prefers_tree(frame) && !self.screens_tools() {
       let owned = owner
@@ -598,34 +646,10 @@ impl Session {
       Ok(Incoming::Response { id, outcome }) => {
         // T5: unknown ids (and ids that are not ours) are ignored.
         let Some(id) = id else { return };
-        let mut state = self.state();
-        let Some(id) = state.request_number(id) else {
+        let Some(id) = self.state().request_number(id) else {
           return;
         };
-        let (ticket, pending) = state.take_answered(id);
-        if let (Some(pending), Ok(result)) = (&pending, &outcome) {
-          if pending.is_initialize {
-            state.protocol_version = message::protocol_version(result);
-          }
-        }
-        drop(state);
-        if let Some(pending) = pending {
-          let (lists_tools, subscription) = (pending.lists_tools, pending.subscription);
-          pending.stop_timer();
-          if subscription {
-            return self.subscription_ended(ticket);
-          }
-          let outcome = match outcome {
-            Ok(result) if lists_tools => Ok(self.screen_tools(result)),
-            other => other,
-          };
-          let outcome = outcome.map(Some).map_err(|e| CoreError::Rpc {
-            code: e.code,
-            message: e.message,
-            data: e.data,
-          });
-          self.events.emit(Event::Settled { ticket, outcome });
-        }
+        self.settle_response(id, outcome);
       }
       Ok(Incoming::Notification { method, params }) => {
         // N7: a notification of a subscription reaches JS only while that subscription is

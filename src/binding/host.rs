@@ -273,6 +273,18 @@ impl<T: OnJs> Transports for T {
     call_if_present(js, transport, "startSSEListener", &args);
   }
 
+  fn listen(&self, transport: &Held) -> Pending<Held> {
+    let on = self.on();
+    let js = on.js;
+    let present = js
+      .get(transport.get(js), "startSSEListener")
+      .is_ok_and(|f| js.is_function(f));
+    if present {
+      return on.call_method(transport, "startSSEListener", &[]);
+    }
+    ready(Ok(on.hold(js.undefined())))
+  }
+
   fn set_protocol_version(&self, transport: &Held, version: &str) {
     let js = self.on().js;
     call_if_present(js, transport, "setProtocolVersion", &[js.string(version)]);

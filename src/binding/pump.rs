@@ -675,6 +675,13 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
         &[js_error::to_js(js, &error)],
       );
     }
+    // A20: `onClose` (once, as for a close) while `connected` stays true.
+    Event::ListenerEnded => {
+      let first = !std::mem::replace(&mut side.borrow_mut().close_fired, true);
+      if first {
+        call_user(js, side, CallbackSlot::Close, &[]);
+      }
+    }
     Event::Closed => {
       // S4: onClose comes after the rejections above; their handlers are already queued
       // as microtasks, so a microtask of our own runs after them.

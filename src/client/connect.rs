@@ -424,9 +424,12 @@ async fn initialize_handshake<H: Transports + Callbacks>(
     version,
   )?;
   host.notify(transport, "notifications/initialized").await?;
-  // Servers send what is not tied to one of our requests (their own requests included) on
-  // the GET stream, so the listener runs for the connection's lifetime.
-  host.start_listener(transport, None);
+  // A26: servers send what is not tied to one of our requests (their own requests
+  // included) on the GET stream, so the listener runs for the connection's lifetime; the
+  // connect waits for its GET to be answered. A40: the v12 agent started none.
+  if !request.features.v12 {
+    let _ = host.listen(transport).await;
+  }
   Ok(connection)
 }
 

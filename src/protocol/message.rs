@@ -203,6 +203,14 @@ fn our_id(raw: &str) -> Option<u64> {
   })
 }
 
+/// A8: the messages of a batch (a JSON array), or `None` for a frame that is not one.
+pub fn batch(frame: &str) -> Option<Vec<Box<RawValue>>> {
+  if !frame.trim_start().starts_with('[') {
+    return None;
+  }
+  serde_json::from_str(frame).ok()
+}
+
 /// Classify one frame. A line that is not a JSON object, or an object that is none of the
 /// three JSON-RPC shapes, is skipped (S3).
 pub fn classify(frame: &str) -> Result<Incoming, Skipped> {
@@ -466,6 +474,22 @@ fn json_string(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+  #[test]
+  fn a8_a_batch_is_its_messages_and_anything_else_is_not_a_batch() {
+    let messages =
+      batch(r#" [{"jsonrpc":"2.0","method":"a"}, {"jsonrpc":"2.0","id":1,"result":{}}]"#).unwrap();
+    let texts: Vec<&str> = messages.iter().map(|m| m.get()).collect();
+    assert_eq!(
+      texts,
+      [
+        r#"{"jsonrpc":"2.0","method":"a"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+      ]
+    );
+    assert!(batch(r#"{"jsonrpc":"2.0","method":"a"}"#).is_none());
+    assert!(batch("[1, 2").is_none());
+  }
+
   use super::*;
 
   #[test]

@@ -48,6 +48,11 @@ impl Resumption {
     self.failures = 0;
   }
 
+  /// A20: whether an event came since the last attempt (or ever, before the first).
+  pub fn progressed(&self) -> bool {
+    self.failures == 0
+  }
+
   pub fn last_event_id(&self) -> Option<&str> {
     self.last_event_id.as_deref()
   }
@@ -124,6 +129,17 @@ mod tests {
     assert_eq!(r.last_event_id(), None);
     assert_eq!(r.next_attempt(false), None);
     assert_eq!(r.next_attempt(true).unwrap().from, None);
+  }
+
+  #[test]
+  fn a20_progress_is_an_event_since_the_last_attempt() {
+    let mut r = Resumption::new(5);
+    assert!(r.progressed());
+    r.observe(&event(Some("a"), None));
+    r.next_attempt(false).unwrap();
+    assert!(!r.progressed());
+    r.observe(&event(None, None));
+    assert!(r.progressed());
   }
 
   #[test]

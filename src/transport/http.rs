@@ -199,22 +199,49 @@ impl HttpTransport {
     true
   }
 
-  /// H8: the GET listener. `Event::Settled { ticket }` follows when it stops.
+  /// A20: the GET listener. `Event::Settled { ticket }` follows once the GET is answered
+  /// (refused or failed included), or after the connect wait, when the GET is dropped;
+  /// reading goes on in the background. A stream that ends for good while connected emits
+  /// `Event::ListenerEnded`.
   pub fn start_listener(&self, ticket: u64) {
     let shared = self.shared.clone();
     let session = self.session.clone();
     let opening = self.shared.listener_opening.clone().try_write_owned().ok();
+    let stop = self.shared.closing.child_token();
+    let (answered, answer) = tokio::sync::oneshot::channel();
+    let wait = self.shared.config.timeout.map(|timeout| {
+      let ms = crate::config::sse_connect_timeout_ms(timeout.as_secs_f64() * 1000.0);
+      Duration::from_secs_f64(ms / 1000.0)
+    });
+    let events = session.events().clone();
+    let dropped = stop.clone();
     self.shared.runtime.spawn(async move {
-      if session.is_connected() {
-        tokio::select! {
-          _ = shared.closing.cancelled() => {}
-          _ = listen(&shared, &session, opening) => {}
+      let in_time = match wait {
+        Some(wait) => tokio::time::timeout(wait, answer).await.is_ok(),
+        None => {
+          let _ = answer.await;
+          true
         }
+      };
+      if !in_time {
+        dropped.cancel();
       }
-      session.events().emit(Event::Settled {
+      events.emit(Event::Settled {
         ticket,
         outcome: Ok(None),
       });
+    });
+    self.shared.runtime.spawn(async move {
+      if !session.is_connected() {
+        return;
+      }
+      let ended = tokio::select! {
+        _ = stop.cancelled() => false,
+        ended = listen(&shared, &session, opening, answered) => ended,
+      };
+      if ended && session.is_connected() {
+        session.events().emit(Event::ListenerEnded);
+      }
     });
   }
 
@@ -745,8 +772,8 @@ fn content_type(response: &Response) -> String {
 
 /// H7: success on any 2xx.
 async fn send_notification(
-  shared: &Shared,
-  session: &Session,
+  shared: &Arc<Shared>,
+  session: &Arc<Session>,
   frame: String,
   timeout: Option<Duration>,
 ) -> Result<(), CoreError> {
@@ -755,6 +782,9 @@ async fn send_notification(
     let url = shared.post_url().await;
     let response = shared.post_in_session(session, url, frame).await?;
     if response.status().is_success() {
+      if content_type(&response).starts_with("text/event-stream") {
+        read_in_background(shared, session, response, timeout);
+      }
       return Ok(());
     }
     Err(http_error(response, false, shared.config.max_message_bytes).await)
@@ -762,6 +792,32 @@ async fn send_notification(
   with_timeout_apart(timeout, exchange, || shared.user_wait())
     .await
     .map_err(CoreError::NotifyTimeout)?
+}
+
+/// A18: what a server sends on the event stream that answers a notification (its requests,
+/// notifications) is delivered while the notify itself has already succeeded; the read has
+/// the request timeout and ends with the transport.
+fn read_in_background(
+  shared: &Arc<Shared>,
+  session: &Arc<Session>,
+  response: Response,
+  timeout: Option<Duration>,
+) {
+  let session = session.clone();
+  let closing = shared.closing.clone();
+  let limit = shared.config.max_message_bytes;
+  shared.runtime.spawn(async move {
+    let mut events = EventReader::new(response, limit);
+    let mut never = Resumption::new(0);
+    let read = with_timeout(
+      timeout,
+      deliver_events(&session, &mut events, None, &mut never),
+    );
+    tokio::select! {
+      _ = closing.cancelled() => {}
+      _ = read => {}
+    }
+  });
 }
 
 /// One request: its exchanges with the server. N5: in the stateless era a response stream
@@ -866,7 +922,7 @@ async fn exchange(
       if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
         return Err(CoreError::InvalidJson(text.into_owned()));
       }
-      session.handle_frame(&text);
+      session.handle_answer(id, &text);
       Ok(None)
     },
     || shared.user_wait(),
@@ -1051,46 +1107,58 @@ fn listener_headers(shared: &Shared, session: &Session) -> HeaderMap {
   headers
 }
 
-/// H8: GET the server's stream; 405 or any non-2xx means "not offered". P2: after an end
-/// with an event id seen, or after a break, the stream is picked up again.
+/// A20: GETs the server's stream; 405 or any non-2xx means "not offered". `answered` is
+/// told once the GET has its answer. Whether the stream, once opened, ended for good (so
+/// the caller hears `onClose`): after an end with an event id and an event since the last
+/// resume it is picked up again (A19), after a session expiry renewed (P3).
 async fn listen(
   shared: &Shared,
   session: &Arc<Session>,
   opening: Option<tokio::sync::OwnedRwLockWriteGuard<()>>,
-) {
+  answered: tokio::sync::oneshot::Sender<()>,
+) -> bool {
   // H11: the legacy protocol's one stream already carries everything.
   if matches!(*shared.mode.lock().await, Mode::Legacy { .. }) {
-    return;
+    return false;
   }
   let mut resumption = Resumption::new(shared.config.max_resumptions);
   let mut opened = open_stream(shared, session, None).await;
   drop(opening);
+  let _ = answered.send(());
+  let mut streamed = false;
   loop {
     let mut events = match opened {
       Opened::Stream(events) => events,
-      // P3: the session expired under the listener: renewed, it listens on the new one.
       Opened::Expired { used } => {
         let url = shared.config.url.clone();
         if !shared.renew_session(session, &url, used.as_deref()).await {
-          return;
+          return streamed;
         }
         resumption = Resumption::new(shared.config.max_resumptions);
         opened = open_stream(shared, session, None).await;
         if let Opened::Expired { .. } = opened {
-          return;
+          return streamed;
         }
         continue;
       }
-      Opened::Refused => return,
-      Opened::Failed(error) => return session.events().emit(Event::Error(error)),
+      Opened::Refused(_) => return streamed,
+      Opened::Failed(error) => {
+        session.events().emit(Event::Error(error));
+        return streamed;
+      }
     };
+    streamed = true;
     let ended = deliver_events(session, &mut events, None, &mut resumption).await;
     drop(events);
-    let Some(attempt) = resumption.next_attempt(ended.is_err()) else {
+    let attempt = resumption
+      .progressed()
+      .then(|| resumption.next_attempt(false))
+      .flatten();
+    let Some(attempt) = attempt else {
       if let Err(error) = ended {
         session.events().emit(Event::Error(error));
       }
-      return;
+      return true;
     };
     opened = resume(shared, session, &mut resumption, attempt).await;
   }
@@ -1119,9 +1187,10 @@ async fn follow_answer(
     resumed = true;
     match resume(shared, session, &mut resumption, attempt).await {
       Opened::Stream(resumed) => events = *resumed,
-      // The GET was refused, the session is gone or the GET kept failing: the answer
-      // cannot come any more.
-      Opened::Refused | Opened::Expired { .. } | Opened::Failed(_) => return Ok(()),
+      // A19: a refused or failing GET is the request's error; with the session gone the
+      // answer cannot come any more.
+      Opened::Refused(error) | Opened::Failed(error) => return Err(error),
+      Opened::Expired { .. } => return Ok(()),
     }
   }
 }
@@ -1129,8 +1198,8 @@ async fn follow_answer(
 /// One stream (re)opened by GET.
 enum Opened {
   Stream(Box<EventReader>),
-  /// A non-2xx answer, or one that is not an event stream.
-  Refused,
+  /// A non-2xx answer, or one that is not an event stream, in A19's words.
+  Refused(CoreError),
   /// P3: 404 to a GET that carried session id `used`.
   Expired {
     used: Option<String>,
@@ -1163,13 +1232,15 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     Ok(client) => client,
     Err(error) => return Opened::Failed(error),
   };
-  let mut headers = listener_headers(shared, session);
-  shared
-    .present(&mut headers, "GET", &shared.config.url)
-    .await;
-  if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
-    headers.insert(LAST_EVENT_ID_HEADER, value);
-  }
+  let headers = |shared: &Shared| {
+    let mut headers = listener_headers(shared, session);
+    if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
+      headers.insert(LAST_EVENT_ID_HEADER, value);
+    }
+    headers
+  };
+  let mut first = headers(shared);
+  shared.present(&mut first, "GET", &shared.config.url).await;
   let used = shared.session_id();
   let get = |headers: HeaderMap| {
     client
@@ -1177,18 +1248,21 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
       .headers(headers)
       .send()
   };
-  let mut response = match get(headers.clone()).await {
+  let mut response = match get(first).await {
     Ok(response) => response,
     Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
   };
   // O6/A10: a resume GET refused for its credentials is tried once more with the hook's.
-  let refused = matches!(response.status().as_u16(), 401 | 403);
-  if refused && from.is_some() && shared.auth.is_none() && shared.headers_from_auth_error().await {
-    let mut headers = listener_headers(shared, session);
-    if let Some(value) = from.and_then(|id| HeaderValue::from_str(id).ok()) {
-      headers.insert(LAST_EVENT_ID_HEADER, value);
+  let status = response.status().as_u16();
+  let hooked = shared.config.auth_error_hook.load(Ordering::Acquire);
+  if matches!(status, 401 | 403) && from.is_some() && shared.auth.is_none() && hooked {
+    if !shared.headers_from_auth_error().await {
+      return Opened::Refused(CoreError::ResumeRefused {
+        status,
+        body: "auth refresh failed".to_string(),
+      });
     }
-    response = match get(headers).await {
+    response = match get(headers(shared)).await {
       Ok(response) => response,
       Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
     };
@@ -1197,8 +1271,26 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
   if response.status() == reqwest::StatusCode::NOT_FOUND && used.is_some() {
     return Opened::Expired { used };
   }
-  if !response.status().is_success() || !content_type(&response).starts_with("text/event-stream") {
-    return Opened::Refused;
+  if !response.status().is_success() {
+    let status = response.status().as_u16();
+    // Only a resume reports the body (A19); a listener that is not offered stays quiet.
+    let body = match from {
+      Some(_) => read_body(response, shared.config.max_message_bytes)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default(),
+      None => String::new(),
+    };
+    return Opened::Refused(CoreError::ResumeRefused { status, body });
+  }
+  if !content_type(&response).starts_with("text/event-stream") {
+    let named = response
+      .headers()
+      .get(CONTENT_TYPE)
+      .and_then(|v| v.to_str().ok())
+      .unwrap_or_default()
+      .to_string();
+    return Opened::Refused(CoreError::ResumeNotEventStream(named));
   }
   Opened::Stream(Box::new(EventReader::new(
     response,
