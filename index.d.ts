@@ -119,7 +119,8 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
   url: string;
   headers?: Record<string, string>;
   /** A2/A24: configured headers are data pinned to the URL's origin: never expanded, never
-   * sent to another origin, and generated headers win over them whatever their case. */
+   * sent to another origin, and generated headers win over them whatever their case;
+   * redirects are followed by the transport (at most 5, a POST's 301/302/303 refused). */
   headerPolicy?: "origin-locked";
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
@@ -468,6 +469,13 @@ export interface CallMcpOptions {
   /** Aborts the call (its reason is the rejection); without one it gives up after 60 s. */
   signal?: AbortSignal;
   logger?: { error?: (message: string, context?: Record<string, unknown>) => void };
+}
+
+/** A24: what `mcpFetch` takes besides the URL and the headers. */
+export interface MCPFetchInit {
+  method: "GET" | "POST" | "DELETE";
+  body?: string;
+  signal?: AbortSignal;
 }
 
 /** A1: a tool result's authentication challenge (`_meta["mcp/www_authenticate"]`). */
@@ -1215,6 +1223,13 @@ export declare const MCP_CONFIG_SCHEMA_URL: string
 
 /** A1: the protocol version the agent offers. */
 export declare const MCP_PROTOCOL_VERSION: string
+
+/**
+ * A24 `mcpFetch`: the runtime's `fetch` with the generated headers over the configured
+ * ones. Origin-locked, redirects are followed here: at most five, 301/302/303 of anything
+ * but a GET refused, and the configured headers only sent to `url`'s origin.
+ */
+export declare function mcpFetch(url: string, init: MCPFetchInit, sources: { generated: Record<string, string>; configured?: Record<string, string> }, originLocked?: boolean): Promise<Response>
 
 /** A1: the server notifications the agent acts on, under the agent's key names. */
 export declare enum MCPNotificationMethods {

@@ -864,6 +864,7 @@ module.exports.listResourceTemplates = nativeBinding.listResourceTemplates
 module.exports.listTools = nativeBinding.listTools
 module.exports.MCP_CONFIG_SCHEMA_URL = nativeBinding.MCP_CONFIG_SCHEMA_URL
 module.exports.MCP_PROTOCOL_VERSION = nativeBinding.MCP_PROTOCOL_VERSION
+module.exports.mcpFetch = nativeBinding.mcpFetch
 module.exports.MCPNotificationMethods = nativeBinding.MCPNotificationMethods
 module.exports.McpNotificationMethods = nativeBinding.McpNotificationMethods
 module.exports.mergeMCPHeaders = nativeBinding.mergeMCPHeaders

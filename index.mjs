@@ -38,6 +38,7 @@ export const {
   listResourceTemplates,
   listResources,
   listTools,
+  mcpFetch,
   mergeMCPHeaders,
   parseMCPToolName,
   parseSSE,

@@ -119,7 +119,8 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
   url: string;
   headers?: Record<string, string>;
   /** A2/A24: configured headers are data pinned to the URL's origin: never expanded, never
-   * sent to another origin, and generated headers win over them whatever their case. */
+   * sent to another origin, and generated headers win over them whatever their case;
+   * redirects are followed by the transport (at most 5, a POST's 301/302/303 refused). */
   headerPolicy?: "origin-locked";
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
@@ -468,6 +469,13 @@ export interface CallMcpOptions {
   /** Aborts the call (its reason is the rejection); without one it gives up after 60 s. */
   signal?: AbortSignal;
   logger?: { error?: (message: string, context?: Record<string, unknown>) => void };
+}
+
+/** A24: what `mcpFetch` takes besides the URL and the headers. */
+export interface MCPFetchInit {
+  method: "GET" | "POST" | "DELETE";
+  body?: string;
+  signal?: AbortSignal;
 }
 
 /** A1: a tool result's authentication challenge (`_meta["mcp/www_authenticate"]`). */

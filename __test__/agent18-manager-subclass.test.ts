@@ -400,9 +400,7 @@ async function startRedirector(status: number, location: string) {
 }
 
 describe("A24 origin-locked headers through the agent's manager", () => {
-  // Package bug: with headerPolicy "origin-locked" the HTTP transport follows a cross-origin
-  // 307 with the configured headers (A24: configured headers only to the configured origin).
-  it.fails("A24: a 307 to another origin is followed without the configured headers", async () => {
+  it("A24: a 307 to another origin is followed without the configured headers", async () => {
     const target = await startHttpFixture();
     cleanups.push(() => target.close());
     // localhost vs 127.0.0.1: another origin, the same fixture.
@@ -417,8 +415,7 @@ describe("A24 origin-locked headers through the agent's manager", () => {
     expect(target.received.map((r) => r.headers["x-key"] ?? null)).toEqual(target.received.map(() => null));
   });
 
-  // Package bug: a 302 to a POST is followed (as a GET) instead of refused (A24).
-  it.fails("A24: a 302 answering a POST is refused, not followed", async () => {
+  it("A24: a 302 answering a POST is refused, not followed", async () => {
     const target = await startHttpFixture();
     cleanups.push(() => target.close());
     const redirector = await startRedirector(302, target.url);

@@ -141,7 +141,18 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     max_resumptions: max_resumptions(host, config)?,
     oauth: oauth_settings(host, config)?,
     auth_error_hook: Default::default(),
+    origin_locked: origin_locked(host, config)?,
   })
+}
+
+/// A2/A24 `headerPolicy`: only `"origin-locked"` is a policy; left out, redirects are
+/// followed as `fetch` follows them.
+fn origin_locked<H: Values>(host: &H, config: &H::Value) -> ConfigResult<bool> {
+  match field(host, config, "headerPolicy")? {
+    None => Ok(false),
+    Some(v) if host.as_string(&v).as_deref() == Some("origin-locked") => Ok(true),
+    Some(_) => Err("The \"headerPolicy\" field must be \"origin-locked\"".to_string()),
+  }
 }
 
 /// `url`: an http(s) URL.
@@ -173,6 +184,7 @@ pub fn legacy_sse_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult
     max_message_bytes: max_message_bytes(host, config)?,
     string_ids: string_ids(host, config)?,
     auth_error_hook: Default::default(),
+    origin_locked: origin_locked(host, config)?,
   })
 }
 

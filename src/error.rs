@@ -92,6 +92,9 @@ pub enum CoreError {
   /// E3: one incoming message was larger than the limit and was discarded.
   #[error("Discarded an incoming message larger than maxMessageBytes ({limit} bytes)")]
   MessageTooLarge { limit: usize },
+  /// A24: an origin-locked fetch met a redirect it does not follow.
+  #[error(transparent)]
+  Redirect(#[from] crate::protocol::redirects::RedirectError),
   /// A22/A23: the legacy HTTP+SSE transport's own failures.
   #[error(transparent)]
   LegacySse(#[from] crate::transport::legacy_sse::LegacySseError),

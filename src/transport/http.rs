@@ -23,6 +23,7 @@ use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::protocol::sse::{SseEvent, SseItem, SseParser};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
+use crate::transport::fetch;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -52,6 +53,8 @@ pub struct HttpConfig {
   pub oauth: Option<OAuthSettings>,
   /// O6: the JS side has an `onAuthError` to ask on a 401/403 (set while the transport runs).
   pub auth_error_hook: Arc<AtomicBool>,
+  /// A24 `headerPolicy: "origin-locked"`.
+  pub origin_locked: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +113,7 @@ impl HttpTransport {
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
     // H10: one pool per transport; proxies from HTTPS_PROXY/HTTP_PROXY/NO_PROXY.
-    let client = crate::transport::http_client_builder()
+    let client = crate::transport::fetch::client_builder(config.origin_locked)
       .build()
       .map_err(|e| network_error(&config.url, &e))?;
     let headers = compose_headers(&config.headers);
@@ -265,11 +268,19 @@ impl HttpTransport {
           .config
           .timeout
           .unwrap_or(DELETE_TIMEOUT_WITHOUT_TIMEOUT);
-        let delete = client
-          .request(Method::DELETE, shared.config.url.clone())
-          .headers(shared.base_headers())
-          .header(SESSION_HEADER, session_id)
-          .send();
+        let mut headers = shared.base_headers();
+        if let Ok(value) = HeaderValue::from_str(&session_id) {
+          headers.insert(SESSION_HEADER, value);
+        }
+        let url = &shared.config.url;
+        let delete = fetch::send(
+          &client,
+          shared.locked_to(),
+          Method::DELETE,
+          url,
+          headers,
+          None,
+        );
         let _ = tokio::time::timeout(limit, delete).await;
       }
       events.emit(Event::Closed);
@@ -296,6 +307,11 @@ impl Shared {
 
   fn session_id(&self) -> Option<String> {
     self.session_id.lock().ok().and_then(|s| s.clone())
+  }
+
+  /// A24: the configured URL, for an origin-locked transport.
+  fn locked_to(&self) -> Option<&Url> {
+    self.config.origin_locked.then_some(&self.config.url)
   }
 
   /// H3: any response may carry the session id.
@@ -529,14 +545,10 @@ impl Shared {
       }
     }
     let token = self.present(&mut headers, "POST", &url).await;
-    let response = self
-      .client()?
-      .post(url.clone())
-      .headers(headers)
-      .body(frame)
-      .send()
-      .await
-      .map_err(|e| network_error(&url, &e))?;
+    let client = self.client()?;
+    let body = Some(bytes::Bytes::from(frame));
+    let response =
+      fetch::send(&client, self.locked_to(), Method::POST, &url, headers, body).await?;
     self.capture_session(&response);
     if let (Some(auth), Some(nonce)) = (&self.auth, dpop_nonce(&response)) {
       auth.note_resource_nonce(&nonce);
@@ -1243,14 +1255,12 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
   shared.present(&mut first, "GET", &shared.config.url).await;
   let used = shared.session_id();
   let get = |headers: HeaderMap| {
-    client
-      .get(shared.config.url.clone())
-      .headers(headers)
-      .send()
+    let url = &shared.config.url;
+    fetch::send(&client, shared.locked_to(), Method::GET, url, headers, None)
   };
   let mut response = match get(first).await {
     Ok(response) => response,
-    Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
+    Err(error) => return Opened::Failed(error),
   };
   // O6/A10: a resume GET refused for its credentials is tried once more with the hook's.
   let status = response.status().as_u16();
@@ -1264,7 +1274,7 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     }
     response = match get(headers(shared)).await {
       Ok(response) => response,
-      Err(e) => return Opened::Failed(network_error(&shared.config.url, &e)),
+      Err(error) => return Opened::Failed(error),
     };
   }
   shared.capture_session(&response);

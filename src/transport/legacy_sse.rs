@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Response, Url};
+use reqwest::{Method, Response, Url};
 use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
@@ -26,6 +26,7 @@ use super::http::{
 use crate::error::CoreError;
 use crate::protocol::header_policy::{merge, same_name};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
+use crate::transport::fetch;
 
 /// A23: generated for every POST; they win over configured headers whatever their case.
 const POST_HEADERS: [(&str, &str); 2] = [
@@ -50,6 +51,8 @@ pub struct LegacySseConfig {
   pub string_ids: bool,
   /// A10: the JS side has an `onAuthError` to ask on a 401/403 to a POST.
   pub auth_error_hook: Arc<AtomicBool>,
+  /// A24 `headerPolicy: "origin-locked"`.
+  pub origin_locked: bool,
 }
 
 /// The failures only this protocol has; `Display` is the contract's text.
@@ -136,7 +139,7 @@ impl LegacySseTransport {
     runtime: &Handle,
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
-    let client = crate::transport::http_client_builder()
+    let client = crate::transport::fetch::client_builder(config.origin_locked)
       .build()
       .map_err(|e| network_error(&config.url, &e))?;
     let (outbox, outgoing) = mpsc::unbounded_channel();
@@ -297,16 +300,12 @@ impl Shared {
   async fn post(&self, frame: Bytes) -> Result<Response, CoreError> {
     let endpoint = self.endpoint.get().ok_or(CoreError::NotConnected)?;
     let client = self.client()?;
+    let locked_to = self.config.origin_locked.then_some(&self.config.url);
     let send = |headers: HeaderMap| {
-      client
-        .post(endpoint.clone())
-        .headers(headers)
-        .body(frame.clone())
-        .send()
+      let body = Some(frame.clone());
+      fetch::send(&client, locked_to, Method::POST, endpoint, headers, body)
     };
-    let response = send(self.headers(&POST_HEADERS))
-      .await
-      .map_err(|e| network_error(endpoint, &e))?;
+    let response = send(self.headers(&POST_HEADERS)).await?;
     let refused = matches!(response.status().as_u16(), 401 | 403);
     if !refused || !self.config.auth_error_hook.load(Ordering::Acquire) {
       return Ok(response);
@@ -318,9 +317,7 @@ impl Shared {
     if let Ok(mut configured) = self.configured.write() {
       *configured = replaced;
     }
-    send(self.headers(&POST_HEADERS))
-      .await
-      .map_err(|e| network_error(endpoint, &e))
+    send(self.headers(&POST_HEADERS)).await
   }
 }
 
@@ -380,13 +377,10 @@ async fn before<T>(
 async fn find_endpoint(shared: &Shared) -> Result<(Url, EventReader), CoreError> {
   let url = &shared.config.url;
   let limit = shared.config.max_message_bytes;
-  let response = shared
-    .client()?
-    .get(url.clone())
-    .headers(shared.headers(&STREAM_HEADERS))
-    .send()
-    .await
-    .map_err(|e| network_error(url, &e))?;
+  let locked_to = shared.config.origin_locked.then_some(url);
+  let headers = shared.headers(&STREAM_HEADERS);
+  let client = shared.client()?;
+  let response = fetch::send(&client, locked_to, Method::GET, url, headers, None).await?;
   if !response.status().is_success() {
     return Err(http_error(response, false, limit).await);
   }
@@ -791,6 +785,7 @@ mod tests {
       max_message_bytes: 1 << 20,
       string_ids: false,
       auth_error_hook: Default::default(),
+      origin_locked: false,
     }
   }
 

@@ -1,4 +1,5 @@
 //! Moving frames: child-process stdio and HTTP. Transports feed a `Session`.
+pub mod fetch;
 pub mod http;
 pub mod legacy_sse;
 pub mod one_shot;
