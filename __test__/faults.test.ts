@@ -345,13 +345,15 @@ describe("stdio faults", () => {
     process.kill(t.pid!, "SIGKILL");
     const gone = /^(Transport closed|Failed to write to MCP server: Broken pipe.*)$/;
     expect((await rejected(request)).message).toMatch(gone);
+    // A13: a notify that met the broken pipe says so, and closes the transport.
+    const notifyGone = /^(Transport closed|Transport closed while sending notification "notifications\/message")$/;
     const outcomes = await Promise.all([
       settle(writing, 5000, "the notify being written").catch((e) => e),
       settle(queued, 5000, "the notify queued").catch((e) => e),
     ]);
     expect(outcomes.map((o) => (o instanceof Error ? o.message : o.ok ? "resolved" : o.error.message))).toEqual([
-      expect.stringMatching(gone),
-      expect.stringMatching(gone),
+      expect.stringMatching(notifyGone),
+      expect.stringMatching(notifyGone),
     ]);
     await expectHealthy(peer);
   });

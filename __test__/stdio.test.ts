@@ -1,6 +1,6 @@
 // SPEC §3 (S1–S8): the stdio transport's process handling, against real child processes.
 import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -125,6 +125,17 @@ describe("S5 stderr", () => {
   });
 });
 
+describe("A13 spawn", () => {
+  it.runIf(process.platform === "linux")("A13: the server leads a session of its own (detached), so its process group is its pid", async () => {
+    const t = await connect();
+    const pid = t.pid!;
+    // /proc/<pid>/stat: "pid (comm) state ppid pgrp session ..."; comm may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const [, , pgrp, session] = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
+    expect({ pgrp, session }).toEqual({ pgrp: pid, session: pid });
+  });
+});
+
 describe("S6 close", () => {
   it("S6: close() rejects pending with 'Transport closed', stops the process group, fires onClose exactly once", async () => {
     const t = await connect(["--grandchild"]);
@@ -234,15 +245,41 @@ describe("S7 writes", () => {
     expect((await Promise.all(calls)).every((r) => r.length === big.length)).toBe(true);
   });
 
-  it("S7: a write to a process that closed its stdin rejects that request with an Error", async () => {
+  it("S7: a request written to a process that closed its stdin rejects with an Error; the transport stays", async () => {
     const t = await native.createStdioTransport({ command: "sh", args: ["-c", "exec 0<&-; sleep 30"] });
     open.push(t);
     await sleep(100);
     const error: any = await t.request("tools/call", { name: "echo" }).catch((e) => e);
     expect(error).toBeInstanceOf(Error);
     expect(error.message).toMatch(/^Failed to write to MCP server: Broken pipe/);
-    await expect(t.notify("notifications/x")).rejects.toThrow(/^Failed to write to MCP server/);
     expect(t.connected).toBe(true);
+  });
+
+  it("A13: an unwritable notify rejects 'Transport closed while sending notification \"<method>\"' and closes the transport", async () => {
+    const t = await connect();
+    const pid = t.pid!;
+    let closes = 0;
+    t.onClose = () => closes++;
+    expect(await callText(t, "close_stdin")).toBe("stdin closed");
+    const error: any = await t.notify("notifications/x").catch((e) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toBe('Transport closed while sending notification "notifications/x"');
+    expect(await waitFor(() => closes === 1)).toBe(true);
+    expect(t.connected).toBe(false);
+    // S4/S6: the server, still running when its stdin went, is stopped.
+    expect(await waitFor(() => !alive(pid))).toBe(true);
+  });
+
+  it("A13: a request to a server that stopped reading is not held back by the full pipe: its timeout runs", async () => {
+    const t = await connect([], { timeout: 300 });
+    const stalled = callText(t, "stall_reading", { ms: 1500 }).catch((e) => e);
+    await sleep(50);
+    const big = "b".repeat(1 << 20);
+    const started = performance.now();
+    const error: any = await callText(t, "echo", { text: big.repeat(4) }).catch((e) => e);
+    expect(error.message).toBe("Request timeout after 300ms");
+    expect(performance.now() - started).toBeLessThan(1200);
+    await stalled;
   });
 });
 

@@ -8,6 +8,9 @@ pub enum CoreError {
   /// T10: the transport was never connected or is closed.
   #[error("Transport not connected")]
   NotConnected,
+  /// A13: a notification could not be written to the server's stdin; the transport closes.
+  #[error("Transport closed while sending notification \"{0}\"")]
+  NotifyUnwritable(String),
   /// S4/S6: the transport closed while the request was pending.
   #[error("Transport closed")]
   TransportClosed {

@@ -108,3 +108,26 @@ describe("A15 terminateStdioProcess on Bun", () => {
     expect(gone(grandchild)).toBe(true);
   });
 });
+
+describe("A13 stdio on Bun", () => {
+  const init = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "bun", version: "0" } };
+
+  it.if(process.platform === "linux")("A13: a server spawned from Bun leads its own session; an unwritable notify closes the transport", async () => {
+    const t = await native.createStdioTransport({ command: process.execPath, args: [server] });
+    cleanups.push(() => t.close());
+    await t.request("initialize", init);
+    const pid = t.pid!;
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const [, , pgrp, session] = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
+    expect({ pgrp, session }).toEqual({ pgrp: pid, session: pid });
+    let closes = 0;
+    t.onClose = () => closes++;
+    await t.request("tools/call", { name: "close_stdin", arguments: {} });
+    const error: any = await t.notify("notifications/x").catch((e) => e);
+    expect(error.message).toBe('Transport closed while sending notification "notifications/x"');
+    const until = Date.now() + 5000;
+    while (closes === 0 && Date.now() < until) await Bun.sleep(10);
+    expect(closes).toBe(1);
+    expect(t.connected).toBe(false);
+  });
+});

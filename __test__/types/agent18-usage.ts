@@ -33,8 +33,13 @@ import {
   type MCPResourcesListResult,
   type MCPServerConnection,
   type MCPStdioServerConfig,
+  type MCPToolCallResult,
   type MCPToolDefinition,
   type MCPTransport,
+  type MCPHttpServerConfig,
+  type MCPSseServerConfig,
+  type MCPFetchInit,
+  mcpFetch,
 } from "../../index.js";
 
 export async function helpers(url: string, signal: AbortSignal, tools: MCPToolDefinition[]) {
@@ -50,6 +55,7 @@ export async function helpers(url: string, signal: AbortSignal, tools: MCPToolDe
   return { listed, action, trimmed, wrote, wait, logged: redactUrlForLog(url) };
 }
 
+// A2: the v18 fields, each where the agent writes it.
 export function types(connection: MCPServerConnection, transport: MCPTransport) {
   const format: MCPRequestIdFormat = "string";
   const config: MCPStdioServerConfig = { command: "srv", requestIdFormat: format, envPolicy: "literal", auth: { type: "oauth", tokenUrl: "https://a/token", clientId: "c" } };
@@ -60,8 +66,20 @@ export function types(connection: MCPServerConnection, transport: MCPTransport) 
   const message: MCPPromptMessage = { role: "user", content: [{ type: "text", text: "hi" }] };
   const params: MCPGetPromptParams = { name: "p", arguments: { who: "x" } };
   transport.setProtocolVersion?.("2025-11-25");
+  transport.onRequest = async (method: string) => (method === "ping" ? {} : undefined);
   const prompts = connection.prompts?.map((p) => p.name) ?? [];
-  return { file, challenge, read, page, message, params, prompts, templates: connection.resourceTemplates };
+  const http: MCPHttpServerConfig = { type: "http", url: "https://a/mcp", headerPolicy: "origin-locked", requestIdFormat: "number" };
+  const sse: MCPSseServerConfig = { type: "sse", url: "https://a/sse", headerPolicy: "origin-locked" };
+  const result: MCPToolCallResult = { content: [], _meta: { trace: "t" } };
+  const instructions: string | undefined = connection.instructions;
+  return { file, challenge, read, page, message, params, prompts, templates: connection.resourceTemplates, http, sse, result, instructions };
+}
+
+// A24: the agent's transports fetch through mcpFetch.
+export async function fetched(signal: AbortSignal): Promise<number> {
+  const init: MCPFetchInit = { method: "POST", body: "{}", signal };
+  const response: Response = await mcpFetch("https://a/mcp", init, { generated: { Accept: "application/json" }, configured: { "X-Team": "a" } }, true);
+  return response.status;
 }
 
 export async function resources(connection: MCPServerConnection, logger: { warn?: (message: string) => void }) {

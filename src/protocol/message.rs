@@ -203,6 +203,14 @@ fn our_id(raw: &str) -> Option<u64> {
   })
 }
 
+/// The `method` of one of our frames (a notification's, for its error message).
+pub fn method_of(frame: &[u8]) -> Option<String> {
+  let text = std::str::from_utf8(frame).ok()?;
+  serde_json::from_str::<Envelope>(text.trim_end())
+    .ok()?
+    .method
+}
+
 /// A8: the messages of a batch (a JSON array), or `None` for a frame that is not one.
 pub fn batch(frame: &str) -> Option<Vec<Box<RawValue>>> {
   if !frame.trim_start().starts_with('[') {

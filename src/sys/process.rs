@@ -66,6 +66,21 @@ pub fn die_with_parent(command: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 pub fn die_with_parent(_command: &mut tokio::process::Command) {}
 
+/// A13: the child leads a session of its own (Node's `detached: true`): its own process
+/// group, which S8 signals as a whole, and no controlling terminal of the host's.
+pub fn own_session(command: &mut tokio::process::Command) {
+  // SAFETY: setsid is async-signal-safe, as pre_exec requires; the fresh child is never a
+  // group leader, so it cannot fail with EPERM.
+  unsafe {
+    command.pre_exec(|| {
+      if libc::setsid() == -1 {
+        return Err(std::io::Error::last_os_error());
+      }
+      Ok(())
+    });
+  }
+}
+
 /// What the exit hooks run: a plain `fn`, stored as an address so a handler can read it.
 static ON_EXIT: AtomicUsize = AtomicUsize::new(0);
 

@@ -30,6 +30,8 @@ enum State {
 struct Chunk {
   bytes: Vec<u8>,
   ack: Ack,
+  /// A13: a notification's method, for the error if it cannot be written.
+  method: Option<String>,
 }
 
 pub struct PipeWriter {
@@ -67,10 +69,13 @@ impl PipeWriter {
 }
 
 impl WriterTask {
+  /// `broken` is cancelled when a notification cannot be written (A13: the transport
+  /// closes).
   pub fn spawn(
     self,
     session: Weak<Session>,
     stop: CancellationToken,
+    broken: CancellationToken,
     runtime: &tokio::runtime::Handle,
   ) -> tokio::task::JoinHandle<()> {
     runtime.spawn(write_chunks(
@@ -78,7 +83,7 @@ impl WriterTask {
       self.chunks,
       self.writer,
       session,
-      stop,
+      Stops { stop, broken },
     ))
   }
 }
@@ -104,10 +109,15 @@ impl FrameSink for PipeWriter {
       written = n.max(0) as usize;
       *state = State::Busy;
     }
+    let method = match out.ack {
+      Ack::Notify(_) => crate::protocol::message::method_of(&bytes),
+      _ => None,
+    };
     bytes.drain(..written);
     let chunk = Chunk {
       bytes,
       ack: out.ack,
+      method,
     };
     match self.queue.send(chunk) {
       Ok(()) => Ok(Sent::Queued),
@@ -126,6 +136,11 @@ impl FrameSink for PipeWriter {
   }
 }
 
+struct Stops {
+  stop: CancellationToken,
+  broken: CancellationToken,
+}
+
 /// Writes queued chunks in order, several per syscall; pipe backpressure suspends this
 /// task, never the JS thread. Marks the writer idle again once the queue is drained.
 async fn write_chunks(
@@ -133,8 +148,9 @@ async fn write_chunks(
   mut chunks: mpsc::UnboundedReceiver<Chunk>,
   writer: Arc<PipeWriter>,
   session: Weak<Session>,
-  stop: CancellationToken,
+  stops: Stops,
 ) {
+  let Stops { stop, broken } = stops;
   let mut batch: Vec<Chunk> = Vec::new();
   let mut bytes: Vec<u8> = Vec::new();
   loop {
@@ -169,11 +185,22 @@ async fn write_chunks(
     let Some(session) = session.upgrade() else {
       break;
     };
+    let mut notify_lost = false;
     for chunk in batch.drain(..) {
-      match &written {
-        Ok(()) => session.write_done(chunk.ack),
-        Err(e) => session.write_failed(chunk.ack, CoreError::Write(e.to_string())),
+      match (&written, chunk.ack) {
+        (Ok(()), ack) => session.write_done(ack),
+        (Err(_), Ack::Notify(_)) => {
+          let method = chunk.method.unwrap_or_default();
+          session.write_failed(chunk.ack, CoreError::NotifyUnwritable(method));
+          notify_lost = true;
+        }
+        (Err(e), ack) => session.write_failed(ack, CoreError::Write(e.to_string())),
       }
+    }
+    if notify_lost {
+      // A13/S4: a server that cannot be told things any more is gone.
+      session.disconnect(CoreError::TransportClosed { stderr: None });
+      broken.cancel();
     }
     if bytes.capacity() > 4 * WRITE_BATCH_BYTES {
       bytes = Vec::new();

@@ -70,7 +70,8 @@ pub struct StdioTransport {
 }
 
 impl StdioTransport {
-  /// S1: spawns the server in its own process group and starts its I/O tasks. Must run on a
+  /// S1/A13: spawns the server in a session (and process group) of its own and starts its
+  /// I/O tasks. Must run on a
   /// thread that lives as long as the host (the JS thread): the child's parent-death signal
   /// is tied to it.
   ///
@@ -89,8 +90,8 @@ impl StdioTransport {
       .stdin(Stdio::piped())
       .stdout(Stdio::piped())
       .stderr(Stdio::piped())
-      .process_group(0)
       .kill_on_drop(false);
+    crate::sys::process::own_session(&mut command);
     if let Some(env) = &config.env {
       command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     }
@@ -131,7 +132,12 @@ impl StdioTransport {
       stderr_tail: Mutex::new(StderrTail::default()),
     });
     let stop_writing = CancellationToken::new();
-    let writer = writer_task.spawn(Arc::downgrade(&session), stop_writing.clone(), runtime);
+    let writer = writer_task.spawn(
+      Arc::downgrade(&session),
+      stop_writing.clone(),
+      shared.close_requested.clone(),
+      runtime,
+    );
     let reader = runtime.spawn(read_frames(
       stdout,
       config.max_message_bytes,
