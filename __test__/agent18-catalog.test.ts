@@ -46,7 +46,8 @@ describe("A35 notification listeners", () => {
     await call("send_notification", { method: "notifications/custom", params: { i: 200 } });
     expect(await waitFor(() => second.includes(200), 3000)).toBe(true);
     expect(first.at(-1)).toBe(200);
-    remove();
+    // `() => void`: the remover returns nothing (no promise to leave unhandled).
+    expect(remove()).toBeUndefined();
     await call("send_notification", { method: "notifications/custom", params: { i: 201 } });
     expect(await waitFor(() => second.includes(201), 3000)).toBe(true);
     expect(first.at(-1)).toBe(200);

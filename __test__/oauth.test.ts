@@ -97,7 +97,7 @@ describe("O1/O2 the authorization-code flow", () => {
 
   it("O1: config.oauth is checked: redirect is required, store needs its methods", async () => {
     const f = await fixture();
-    await expect(native.createHttpTransport({ type: "http", url: f.url, oauth: {} } as any)).rejects.toThrow(
+    await expect(native.createHttpTransport({ type: "http", url: f.url, oauth: { scope: "a", store: memoryStore() } } as any)).rejects.toThrow(
       new TypeError('The "oauth.redirect" field must be a function'),
     );
     await expect(

@@ -217,9 +217,41 @@ fn provider_settings<H: Values>(host: &H, provider: &H::Value) -> ConfigResult<O
 }
 
 /// O1: `config.oauth`, the plain-data part; its functions stay on the JS side.
+/// The fields of the v18 agent's own `oauth` config (A2), which its OAuth flow reads.
+const AGENT_OAUTH_FIELDS: [&str; 7] = [
+  "clientId",
+  "clientSecret",
+  "scope",
+  "redirectUri",
+  "callbackPort",
+  "callbackPath",
+  "prompt",
+];
+
+/// A2/A38: an `oauth` field that holds only the agent's own fields, and no function, is the
+/// agent's configuration for its own OAuth flow (its credentials then come through
+/// `resolveCredentials` and `onAuthError`), not an ask for ours (O1).
+pub fn is_agent_oauth<H: Values>(host: &H, oauth: &H::Value) -> bool {
+  if !is_record(host, oauth) {
+    return false;
+  }
+  let Ok(keys) = host.keys(oauth) else {
+    return false;
+  };
+  keys.iter().all(|key| {
+    AGENT_OAUTH_FIELDS.contains(&key.as_str())
+      && field(host, oauth, key).is_ok_and(|v| v.is_none_or(|v| !host.is_function(&v)))
+  })
+}
+
+/// `config.oauth` when it asks for our own OAuth flow (O1), not the agent's (A2).
+pub fn own_oauth<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<H::Value>> {
+  Ok(field(host, config, "oauth")?.filter(|oauth| !is_agent_oauth(host, oauth)))
+}
+
 fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<OAuthSettings>> {
   let provider = field(host, config, "authProvider")?;
-  let Some(oauth) = field(host, config, "oauth")? else {
+  let Some(oauth) = own_oauth(host, config)? else {
     return provider.map(|p| provider_settings(host, &p)).transpose();
   };
   if provider.is_some() {

@@ -990,6 +990,13 @@ impl Callbacks for FakeHost {
   fn function(&self, _name: &str, body: HostFn<V>) -> Result<V, V> {
     Ok(V::Callable(body))
   }
+
+  fn procedure(&self, _name: &str, body: Rc<dyn Fn()>) -> Result<V, V> {
+    Ok(V::Callable(Rc::new(move |_| {
+      body();
+      Box::pin(std::future::ready(Ok(V::Undefined)))
+    })))
+  }
 }
 
 impl Signals for FakeHost {

@@ -5,6 +5,7 @@
 //! flows untouched, so the objects a caller sees keep their identity (W3); the flows only
 //! ask the few questions `Values` answers. Errors are host values too: a JS rejection stays
 //! the very object that was thrown.
+use std::rc::Rc;
 use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
@@ -126,7 +127,7 @@ pub trait Transports: Values {
 }
 
 /// A function the host can call: what it resolves with, or what it threw or rejected with.
-pub type HostFn<V> = std::rc::Rc<dyn Fn(Vec<V>) -> Pending<V>>;
+pub type HostFn<V> = Rc<dyn Fn(Vec<V>) -> Pending<V>>;
 
 /// The caller's callbacks (P5 handlers), and functions of ours the caller can call.
 pub trait Callbacks: Values {
@@ -134,6 +135,8 @@ pub trait Callbacks: Values {
   fn call(&self, function: &Self::Value, args: Vec<Self::Value>) -> Pending<Self::Value>;
   /// A host function that runs `body` and returns a promise of its outcome.
   fn function(&self, name: &str, body: HostFn<Self::Value>) -> Result<Self::Value, Self::Value>;
+  /// A host function that runs `body` and returns `undefined` (a `() => void` of the API).
+  fn procedure(&self, name: &str, body: Rc<dyn Fn()>) -> Result<Self::Value, Self::Value>;
 }
 
 /// An `AbortSignal` (T8).

@@ -62,8 +62,10 @@ pub(crate) fn create_transport_value(
   })
 }
 
+/// O1: the config asks for our own OAuth flow (the agent's own `oauth` fields do not, A2).
 fn has_oauth(js: Js, config: Value) -> bool {
-  js.get(config, "oauth").is_ok_and(|o| !js.is_nullish(o))
+  let host = JsHost::new(js);
+  crate::config::own_oauth(&host, &host.hold(config)).is_ok_and(|o| o.is_some())
 }
 
 /// A25: `createSseTransport(config)`; a GET answered 400/404/405/406, or not with an event
@@ -183,13 +185,7 @@ pub(crate) fn with_oauth_option(
   else {
     return Ok(config);
   };
-  let own = js.get(config, "oauth").ok();
-  if own.is_some_and(|o| {
-    !matches!(
-      js.type_of(o),
-      napi::sys::ValueType::napi_undefined | napi::sys::ValueType::napi_null
-    )
-  }) {
+  if has_oauth(js, config) {
     return Ok(config);
   }
   let host = JsHost::new(js);

@@ -357,6 +357,15 @@ impl<T: OnJs> Callbacks for T {
     });
     on.held(function)
   }
+
+  fn procedure(&self, name: &str, body: std::rc::Rc<dyn Fn()>) -> Result<Held, Held> {
+    let on = self.on();
+    let function = on.js.closure(name, move |js, _| {
+      body();
+      Ok(js.undefined())
+    });
+    on.held(function)
+  }
 }
 
 impl<T: OnJs> Signals for T {

@@ -98,13 +98,13 @@ impl<H: ManagerHost> Manager<H> {
       self.hear(&listener, &name, &method, params);
     }
     let manager = Rc::downgrade(self);
-    let undefined = self.host.undefined();
-    let body: crate::host::HostFn<H::Value> = Rc::new(move |_| {
-      if let Some(manager) = manager.upgrade() {
-        manager.with(|s| s.listeners.retain(|(n, _)| *n != id));
-      }
-      Box::pin(std::future::ready(Ok(undefined.clone())))
-    });
-    self.host.function("removeNotificationListener", body)
+    self.host.procedure(
+      "removeNotificationListener",
+      Rc::new(move || {
+        if let Some(manager) = manager.upgrade() {
+          manager.with(|s| s.listeners.retain(|(n, _)| *n != id));
+        }
+      }),
+    )
   }
 }
