@@ -3,17 +3,14 @@
 // Vitest does not pick this file up (vitest.config.mts excludes __test__/bun/).
 import { afterEach, beforeAll, beforeEach, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentManager, MemoryToolCache, MyTool, agentConfigPath } from "../agent-manager";
+import { native } from "./support";
 
 setDefaultTimeout(20_000);
 
-// The addon as the agent loads it: through the generated CommonJS loader.
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
 const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
 const fx = (...flags: string[]) => ({ command: process.execPath, args: [server, ...flags] });
 

@@ -2,25 +2,14 @@
 // settles and what its end does, connectToServer's wait for it, and mcpFetch's origin-locked
 // redirects over Bun's own fetch, as __test__/agent18-http-rules.test.ts and
 // __test__/agent18-redirects.test.ts check on Node.
-import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createRequire } from "node:module";
 import { startHttpFixture } from "../fixtures/http-server";
+import { cleanupsAfterEach, native, sleep, waitFor } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(check: () => boolean, ms = 5000) {
-  const until = Date.now() + ms;
-  while (!check() && Date.now() < until) await sleep(10);
-  return check();
-}
+const cleanups = cleanupsAfterEach();
 
 async function fixture(options: Parameters<typeof startHttpFixture>[0] = {}) {
   const f = await startHttpFixture(options);

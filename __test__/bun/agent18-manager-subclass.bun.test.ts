@@ -5,17 +5,15 @@
 // (__test__/agent18-manager-subclass.test.ts).
 import { afterEach, beforeAll, describe, expect, it, setDefaultTimeout, spyOn } from "bun:test";
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { McpConnectionStatusEvent, MCPToolDefinition } from "../../index.js";
 import * as client from "../agent18-client";
 import { AgentMCPManager, AgentMCPTool } from "../agent18-manager-subclass";
+import { native } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
 const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
 const fx = (...flags: string[]) => ({ command: "node", args: [server, ...flags] });
 

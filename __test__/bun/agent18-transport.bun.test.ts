@@ -1,12 +1,10 @@
 // SPEC-AGENT18 A7 and A9 on Bun, where the v18 agent runs: its shim installs a timeout
 // resolver at import, and its servers may demand string request ids.
 import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { native } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
 const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
 const init = { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "bun", version: "0" } };
 const cleanups: (() => unknown)[] = [];

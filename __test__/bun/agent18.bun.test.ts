@@ -1,21 +1,16 @@
 // SPEC-AGENT18 on Bun, where the v18 agent runs: A16's writeFrame on Bun's own FileSink,
 // A14's close timing for a server spawned from Bun, A27's listings kept on the connection,
 // A15's terminateStdioProcess on Bun's own Subprocess.
-import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { cleanupsAfterEach, native } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
 const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
+const cleanups = cleanupsAfterEach();
 
 describe("the v18 agent's helpers on Bun", () => {
   it("A16: writeFrame writes and flushes a Bun FileSink", async () => {

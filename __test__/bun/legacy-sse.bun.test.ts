@@ -1,17 +1,12 @@
 // SPEC-AGENT18 A22/A23 on Bun, where the v18 agent runs: the legacy HTTP+SSE transport
 // against the scriptable fixture in legacy mode, as __test__/legacy-sse.test.ts does on Node.
-import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { createRequire } from "node:module";
+import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { startHttpFixture } from "../fixtures/http-server";
+import { cleanupsAfterEach, native } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
 const init = { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "bun", version: "0" } };
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
+const cleanups = cleanupsAfterEach();
 
 async function legacy() {
   const f = await startHttpFixture({ legacy: true });

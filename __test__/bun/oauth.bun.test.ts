@@ -1,21 +1,16 @@
 // SPEC-PROTOCOL O1–O3 on Bun (the agent runs on Bun): the flow's host calls (redirect, a
 // caller's store) cross Bun's event loop, timers leave the user's wait out, and
 // FileTokenStore writes a private file, as the Vitest suite checks on Node.
-import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startOAuthFixture } from "../fixtures/oauth-server";
+import { cleanupsAfterEach, native } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
+const cleanups = cleanupsAfterEach();
 
 describe("OAuth on Bun", () => {
   it("O2/O3: the flow, a refresh on 401, and FileTokenStore reused by a new client", async () => {

@@ -1,20 +1,15 @@
 // SPEC-PROTOCOL P4/P5/P2 on Bun (the agent runs on Bun): progress and its timers, the
 // server-request handlers, and HTTP stream resumption, as the Vitest suites check on Node.
-import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { createRequire } from "node:module";
+import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { fileURLToPath } from "node:url";
 import { startHttpFixture } from "../fixtures/http-server";
+import { cleanupsAfterEach, native } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
 const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
 const config = { command: process.execPath, args: [server] };
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
+const cleanups = cleanupsAfterEach();
 
 describe("on Bun", () => {
   it("P4: onProgress, resetTimeoutOnProgress and maxTotalTimeout", async () => {

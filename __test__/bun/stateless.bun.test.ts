@@ -1,18 +1,13 @@
 // SPEC-PROTOCOL N2/N3/N4/N6/N7 on Bun: the stateless era's envelope, headers, input-required
 // retries, the stdio probe and subscriptions cross Bun's event loop as on Node
 // (__test__/stateless.test.ts, __test__/stateless-streams.test.ts).
-import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { createServer } from "node:http";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { cleanupsAfterEach, native } from "./support";
 
 setDefaultTimeout(20_000);
-const require = createRequire(import.meta.url);
-const native: typeof import("../../index.js") = require("../../index.js");
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
+const cleanups = cleanupsAfterEach();
 
 describe("the stateless era on Bun", () => {
   it("N3/N4/N6: discover, the envelope and headers, one input round", async () => {
