@@ -1612,3 +1612,60 @@ async fn a37_literal_policies_keep_values_as_data() {
   })
   .await;
 }
+
+/// A listener that writes down the `i` of every `notifications/custom` it hears.
+fn recording_listener() -> (V, Rc<RefCell<Vec<i64>>>) {
+  let heard = Rc::new(RefCell::new(Vec::new()));
+  let keep = heard.clone();
+  let listener = V::Callable(Rc::new(move |args: Vec<V>| {
+    let i = args.get(2).map(V::to_json).and_then(|p| p["i"].as_i64());
+    if let Some(i) = i {
+      keep.borrow_mut().push(i);
+    }
+    Box::pin(std::future::ready(Ok(V::Undefined)))
+  }));
+  (listener, heard)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a35_early_notifications_wait_for_the_first_listener_and_listeners_are_isolated() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("s", Script::new("s").tools(&["read"]));
+    let manager = host.manager();
+    connect(&manager, vec![stdio("s")]).await;
+    for i in 0..105 {
+      host.notify_with("s", "notifications/custom", v(json!({ "i": i })));
+    }
+    let (first, heard_first) = recording_listener();
+    let remove = manager.add_notification_listener(first).unwrap();
+    // The buffer keeps the last 100, oldest dropped, and drains them in order.
+    assert_eq!(*heard_first.borrow(), (5..105).collect::<Vec<_>>());
+    let throwing = V::Callable(Rc::new(|_| {
+      Box::pin(std::future::ready(Err(error("boom"))))
+    }));
+    manager.add_notification_listener(throwing).unwrap();
+    let (second, heard_second) = recording_listener();
+    manager.add_notification_listener(second).unwrap();
+    // Only the first listener drains the buffer.
+    assert!(heard_second.borrow().is_empty());
+    host.notify_with("s", "notifications/custom", v(json!({ "i": 200 })));
+    sleep(ms(1)).await;
+    assert_eq!(heard_first.borrow().last(), Some(&200));
+    assert_eq!(*heard_second.borrow(), [200]);
+    let failure = host
+      .logs()
+      .into_iter()
+      .find(|l| l.error.as_deref() == Some("boom"));
+    assert!(failure.is_some_and(|l| l.server == "s"));
+    assert!(crate::host::Callbacks::call(&host, &remove, vec![])
+      .await
+      .is_ok());
+    host.notify_with("s", "notifications/custom", v(json!({ "i": 201 })));
+    sleep(ms(1)).await;
+    assert_eq!(heard_first.borrow().last(), Some(&200));
+    assert_eq!(*heard_second.borrow(), [200, 201]);
+  })
+  .await;
+}
