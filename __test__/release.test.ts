@@ -43,6 +43,11 @@ describe("release scripts", () => {
     }
     const tested = workflow.jobs.test.strategy.matrix.include.map((row: any) => row.target).sort();
     expect(tested).toEqual(Object.entries(TARGETS).filter(([, t]: any) => t.test).map(([triple]) => triple).sort());
+    // A musl target runs where its libc is: the row names the container, the job uses it.
+    for (const row of workflow.jobs.test.strategy.matrix.include) {
+      expect(row.container).toBe((TARGETS as any)[row.target].container);
+    }
+    expect(workflow.jobs.test.container).toBe("${{ matrix.container }}");
     expect(workflow.jobs.publish.permissions["id-token"]).toBe("write");
   });
 

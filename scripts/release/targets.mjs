@@ -3,7 +3,8 @@
 export const TARGETS = {
   "x86_64-unknown-linux-gnu": { platform: "linux-x64-gnu", runner: "ubuntu-latest", cross: [], test: true },
   "aarch64-unknown-linux-gnu": { platform: "linux-arm64-gnu", runner: "ubuntu-latest", cross: ["--use-napi-cross"], test: false },
-  "x86_64-unknown-linux-musl": { platform: "linux-x64-musl", runner: "ubuntu-latest", cross: ["-x"], test: false },
+  // Tested in an Alpine container on the same runner.
+  "x86_64-unknown-linux-musl": { platform: "linux-x64-musl", runner: "ubuntu-latest", cross: ["-x"], test: true, container: "node:20-alpine" },
   "aarch64-unknown-linux-musl": { platform: "linux-arm64-musl", runner: "ubuntu-latest", cross: ["-x"], test: false },
   "x86_64-apple-darwin": { platform: "darwin-x64", runner: "macos-13", cross: [], test: true },
   "aarch64-apple-darwin": { platform: "darwin-arm64", runner: "macos-latest", cross: [], test: true },
