@@ -112,6 +112,23 @@ describe("A30 manager helpers and A20's listener timeout", () => {
   });
 
   it("A20: resolveSSEConnectTimeoutMs: 0 when off, else a quarter of the timeout within 1 and 1000 ms", () => {
-    expect([0, 2, 10, 1001, 30000].map(native.resolveSSEConnectTimeoutMs)).toEqual([0, 1, 2, 250, 1000]);
+    expect([0, 2, 10, 1001, 30000].map((t) => native.resolveSSEConnectTimeoutMs(t))).toEqual([0, 1, 2, 250, 1000]);
+    // No timeout given: the default 30 s.
+    expect(native.resolveSSEConnectTimeoutMs()).toBe(1000);
+  });
+
+  it("A9/A20: resolveSSEConnectTimeoutMs asks the timeout resolver, as the agent's does through OMP_MCP_TIMEOUT_MS", () => {
+    const asked: unknown[] = [];
+    native.setTimeoutResolver((configTimeout?: number) => {
+      asked.push(configTimeout);
+      return configTimeout === undefined ? 0 : 200;
+    });
+    try {
+      expect(native.resolveSSEConnectTimeoutMs(undefined)).toBe(0);
+      expect(native.resolveSSEConnectTimeoutMs(30_000)).toBe(50);
+      expect(asked).toEqual([undefined, 30_000]);
+    } finally {
+      native.setTimeoutResolver(null);
+    }
   });
 });

@@ -162,6 +162,21 @@ describe("A20 the GET listener", () => {
     expect(seen).toEqual([]);
   });
 
+  it("A9/A20: the listener's wait follows the timeout resolver, not only the config", async () => {
+    const f = await fixture({ get: "stream", getDelay: 2000 });
+    const t = await connect({ url: f.url, timeout: 60_000 });
+    native.setTimeoutResolver(() => 400);
+    try {
+      const started = performance.now();
+      await t.startSSEListener();
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(90);
+      expect(waited).toBeLessThan(1000);
+    } finally {
+      native.setTimeoutResolver(null);
+    }
+  });
+
   it("A20: a stream that ends for good fires onClose while connected stays true", async () => {
     const f = await fixture({ get: "stream" });
     const t = await connect({ url: f.url });

@@ -89,3 +89,39 @@ describe("mcpFetch on Bun", () => {
     expect(keys.b).toEqual([null]);
   });
 });
+
+describe("the agent's own HTTP check on Bun", () => {
+  it("A20/A26: a GET listener Bun.serve never answers does not stop the connect; close() does not hang", async () => {
+    let gets = 0;
+    let initialized = 0;
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(request) {
+        if (request.method === "GET") {
+          gets++;
+          return new Promise<Response>(() => {});
+        }
+        if (request.method === "DELETE") return new Response(null, { status: 204 });
+        const body = (await request.json()) as { id?: number; method?: string };
+        if (body.method === "initialize") {
+          const result = { protocolVersion: "2025-03-26", capabilities: { tools: {} }, serverInfo: { name: "stalled-get", version: "0" } };
+          return Response.json({ jsonrpc: "2.0", id: body.id, result }, { headers: { "Mcp-Session-Id": "s-1" } });
+        }
+        if (body.method === "notifications/initialized") {
+          initialized++;
+          return new Response(null, { status: 202 });
+        }
+        return Response.json({ jsonrpc: "2.0", id: body.id, result: {} });
+      },
+    });
+    cleanups.push(() => server.stop(true));
+    const started = performance.now();
+    const connection = await native.connectToServer("stalled", { type: "http", url: String(server.url), timeout: 1000 });
+    expect(performance.now() - started).toBeLessThan(900);
+    expect(connection.serverInfo.name).toBe("stalled-get");
+    expect(gets).toBe(1);
+    expect(initialized).toBe(1);
+    await connection.transport.close();
+  });
+});

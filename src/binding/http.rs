@@ -200,22 +200,37 @@ impl JsHttpTransport {
     let Some(session) = session.filter(|s| s.is_connected()) else {
       return js.resolved(js.undefined());
     };
+    // A9/A20: the wait for the GET's answer follows the timeout as the resolver gives it.
+    let input = self.side.borrow().timeout_input;
+    let timeout = super::timeout_resolver::resolve(js, input)?;
     let ticket = session.allocate_ticket();
     let (deferred, promise) = js.create_promise()?;
     // A listener alone does not keep the host alive (§0).
     self.side.borrow_mut().add_background(ticket, deferred);
     if let Some(transport) = &self.transport {
-      transport.start_listener(ticket);
+      transport.start_listener(ticket, timeout);
     }
     Ok(promise)
   }
 }
 
-/// A20: how long `startSSEListener()` waits for the GET's answer, from the request timeout
-/// in ms: 0 when that is off, else a quarter of it, between 1 ms and 1000 ms.
-#[napi(js_name = "resolveSSEConnectTimeoutMs")]
-pub fn resolve_sse_connect_timeout_ms(timeout: f64) -> f64 {
-  crate::config::sse_connect_timeout_ms(timeout)
+/// A20: how long `startSSEListener()` waits for the GET's answer, from a config's timeout
+/// in ms as the timeout resolver (A9) resolves it (without one, `timeout ?? 30000`): 0 when
+/// that is off, else a quarter of it, between 1 ms and 1000 ms.
+#[napi(
+  js_name = "resolveSSEConnectTimeoutMs",
+  ts_args_type = "configTimeout?: number",
+  ts_return_type = "number"
+)]
+pub fn resolve_sse_connect_timeout_ms(env: Env, timeout: Option<JsArg>) -> napi::Result<f64> {
+  let js = Js::new(env.raw());
+  let input = timeout.and_then(|t| js.number_value(t.0));
+  let ms = match super::timeout_resolver::resolve(js, input) {
+    Ok(Some(resolved)) => resolved.map_or(0.0, |d| d.as_secs_f64() * 1000.0),
+    Ok(None) => input.unwrap_or(crate::config::DEFAULT_TIMEOUT_MS),
+    Err(error) => return Err(thrown(js, error)),
+  };
+  Ok(crate::config::sse_connect_timeout_ms(ms))
 }
 
 /// `new HttpTransport(config)` + `connect()`. Never throws: a bad config rejects with a

@@ -206,13 +206,15 @@ impl HttpTransport {
   /// (refused or failed included), or after the connect wait, when the GET is dropped;
   /// reading goes on in the background. A stream that ends for good while connected emits
   /// `Event::ListenerEnded`.
-  pub fn start_listener(&self, ticket: u64) {
+  /// `timeout` is the resolver's (A9), when there is one; else the config's.
+  pub fn start_listener(&self, ticket: u64, timeout: Option<Option<Duration>>) {
     let shared = self.shared.clone();
     let session = self.session.clone();
     let opening = self.shared.listener_opening.clone().try_write_owned().ok();
     let stop = self.shared.closing.child_token();
     let (answered, answer) = tokio::sync::oneshot::channel();
-    let wait = self.shared.config.timeout.map(|timeout| {
+    let timeout = timeout.unwrap_or(self.shared.config.timeout);
+    let wait = timeout.map(|timeout| {
       let ms = crate::config::sse_connect_timeout_ms(timeout.as_secs_f64() * 1000.0);
       Duration::from_secs_f64(ms / 1000.0)
     });
