@@ -441,6 +441,14 @@ impl Script {
     self
   }
 
+  /// `tools/list` answers its first page after `delay` ms.
+  pub fn slow_tools(mut self, delay: u64) -> Self {
+    if let Some((_, Reply::Ok(_, result))) = self.pages.first().cloned() {
+      self.pages[0].1 = Reply::Ok(delay, result);
+    }
+    self
+  }
+
   pub fn initialize(mut self, reply: Reply) -> Self {
     self.initialize = reply;
     self

@@ -159,6 +159,11 @@ impl<H: ManagerHost> Manager<H> {
     if let Some(source) = source {
       let _ = self.host.set_field(&connection, "_source", source);
     }
+    self.with(|s| {
+      if let Some(server) = s.current(name, generation) {
+        server.opened = Some((generation, connection.clone()));
+      }
+    });
     let listed = self.list_tools_of(&connection).await;
     if !self.with(|s| s.is_current(name, generation)) {
       self.close_detached(&connection);
@@ -191,6 +196,7 @@ impl<H: ManagerHost> Manager<H> {
       let server = s.current(name, generation)?;
       server.tools = Some(tools);
       server.tools_deferred = false;
+      server.opened = None;
       let previous = std::mem::replace(&mut server.phase, Phase::Connected(connection.clone()));
       Some((previous, server.config.clone()))
     });
@@ -308,6 +314,7 @@ impl<H: ManagerHost> Manager<H> {
     let previous = self.with(|s| {
       let server = s.current(name, generation)?;
       let keep = server.tools.is_some() && server.tools_deferred;
+      server.opened = None;
       let phase = std::mem::replace(&mut server.phase, Phase::Failed);
       if !keep {
         s.remove(name);

@@ -58,12 +58,29 @@ impl<H: ManagerHost> Manager<H> {
     })
   }
 
+  /// A31 (v18): a server whose connect resolved counts as connected while its tools load.
+  fn opened_counts(&self) -> bool {
+    self.settings().compat == super::host::Compat::V18
+  }
+
   pub fn connection(&self, name: &str) -> Option<H::Value> {
-    self.with(|s| s.get(name).and_then(|server| server.connection().cloned()))
+    let opened = self.opened_counts();
+    self.with(|s| {
+      let server = s.get(name)?;
+      server
+        .connection()
+        .or_else(|| server.opened().filter(|_| opened))
+        .cloned()
+    })
   }
 
   pub fn status(&self, name: &str) -> &'static str {
-    self.with(|s| s.get(name).map_or("disconnected", Server::status))
+    let opened = self.opened_counts();
+    self.with(|s| match s.get(name) {
+      Some(server) if opened && server.opened().is_some() => "connected",
+      Some(server) => server.status(),
+      None => "disconnected",
+    })
   }
 
   pub fn source(&self, name: &str) -> Option<H::Value> {
@@ -71,8 +88,12 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   pub fn wait_for_connection(&self, name: &str) -> Wait<H::Value> {
+    let opened = self.opened_counts();
     let found = self.with(|s| {
       let server = s.get(name)?;
+      if let Some(connection) = server.opened().filter(|_| opened) {
+        return Some(Wait::Connected(connection.clone()));
+      }
       match (&server.phase, server.waiter()) {
         (Phase::Connected(connection), _) => Some(Wait::Connected(connection.clone())),
         (_, Some(waiter)) => Some(Wait::Pending(self.host.waiter_value(waiter))),
@@ -83,9 +104,10 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   pub fn connected_servers(&self) -> Vec<String> {
+    let opened = self.opened_counts();
     self.with(|s| {
       s.iter()
-        .filter(|server| server.is_connected())
+        .filter(|server| server.is_connected() || (opened && server.opened().is_some()))
         .map(|server| server.name.clone())
         .collect()
     })
@@ -215,9 +237,10 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   /// Waiters are told the server is not connected, a connect in flight is aborted, and the
-  /// transport starts closing.
+  /// transport starts closing (W5).
   fn forget(&self, server: Server<H>) -> Option<Pending<H::Value>> {
-    let connection = server.connection().cloned();
+    // A connection still listing its tools closes now, not when the listing ends.
+    let connection = server.connection().or(server.opened()).cloned();
     if let Some(controller) = &server.abort {
       self.host.abort(controller);
     }

@@ -35,6 +35,9 @@ pub struct Server<H: ManagerHost> {
   pub tools_deferred: bool,
   /// The AbortController of our connect in flight, so a disconnect stops it (M7).
   pub abort: Option<H::Value>,
+  /// A31 (v18): the connection of attempt `.0`, once its connect resolved and while its
+  /// tools are still being listed; the agent counts such a server as connected.
+  pub opened: Option<(u64, H::Value)>,
 }
 
 impl<H: ManagerHost> Server<H> {
@@ -48,6 +51,17 @@ impl<H: ManagerHost> Server<H> {
       tools: None,
       tools_deferred: false,
       abort: None,
+      opened: None,
+    }
+  }
+
+  /// The connection of the first connect in flight, once it resolved (see `opened`).
+  pub fn opened(&self) -> Option<&H::Value> {
+    match (&self.phase, &self.opened) {
+      (Phase::Connecting(_), Some((generation, connection))) if *generation == self.generation => {
+        Some(connection)
+      }
+      _ => None,
     }
   }
 

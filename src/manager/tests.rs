@@ -1669,3 +1669,25 @@ async fn a35_early_notifications_wait_for_the_first_listener_and_listeners_are_i
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a31_v18_a_server_listing_its_tools_is_connected_and_a_disconnect_closes_it() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("s", Script::new("s").tools(&["read"]).slow_tools(1000));
+    let manager = host.manager();
+    let report = connect(&manager, vec![stdio("s")]).await;
+    // A32: not in the report, whose servers are the ones with tools.
+    assert!(report.connected.is_empty());
+    // The agent at v18 counts the connection as soon as connectToServer resolved.
+    assert_eq!(manager.status("s"), "connected");
+    assert!(manager.connection("s").is_some());
+    assert_eq!(manager.connected_servers(), ["s"]);
+    // W5: disconnectAll closes it now, not when its listing ends.
+    manager.disconnect_all().await;
+    assert!(host.latest_transport("s").is_closed());
+    assert_eq!(manager.status("s"), "disconnected");
+  })
+  .await;
+}
