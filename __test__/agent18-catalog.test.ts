@@ -106,6 +106,16 @@ describe("A36 resources and prompts", () => {
     expect(heard).toEqual(["s"]);
   });
 
+  it("A27/A36: a templates listing that fails outright keeps the resources; templates read as []", async () => {
+    const { manager } = await connected(fx("--templates-error=-32603"));
+    await manager.ensureServerResources("s");
+    const kept = manager.getServerResources("s")!;
+    expect(kept.resources.length).toBeGreaterThan(0);
+    expect(kept.templates).toEqual([]);
+    // Nothing was stored for the templates, so a later refresh asks again.
+    expect(manager.getConnection("s")!.resourceTemplates).toBeUndefined();
+  });
+
   it("A36: notifications on subscribes the listed resources; resources/updated on one reaches onResourcesChanged; off unsubscribes", async () => {
     const { manager, call } = await connected(fx("--subscribe"));
     await manager.ensureServerResources("s");
