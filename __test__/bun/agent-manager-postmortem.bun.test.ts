@@ -9,17 +9,9 @@ import { join } from "node:path";
 import type { MCPServerConnection } from "../../index.js";
 import * as client from "../agent18-client";
 import { AgentMCPManager } from "../agent18-manager-subclass";
-import { native, sleep } from "./support";
+import { alive, native, sleep } from "./support";
 
 setDefaultTimeout(20_000);
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f();

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { McpConnectionStatusEvent, MCPToolDefinition } from "../../index.js";
 import * as client from "../agent18-client";
 import { AgentMCPManager, AgentMCPTool } from "../agent18-manager-subclass";
-import { native } from "./support";
+import { alive, native } from "./support";
 
 setDefaultTimeout(20_000);
 const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
@@ -25,14 +25,6 @@ async function waitFor(check: () => boolean, ms = 5000): Promise<boolean> {
   }
   return check();
 }
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 type Event = McpConnectionStatusEvent;
 const settled = (events: Event[], name: string) =>
   events.some((e) => (e.type === "connected" || e.type === "failed") && e.serverName === name);

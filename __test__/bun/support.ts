@@ -22,3 +22,13 @@ export async function waitFor(check: () => boolean, ms = 5000): Promise<boolean>
   while (!check() && Date.now() < until) await sleep(10);
   return check();
 }
+
+/** Whether process `pid` still exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
