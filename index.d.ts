@@ -1263,10 +1263,11 @@ export declare function readResource(connection: MCPServerConnection, uri: strin
 export declare function redactUrlForLog(url: string): string
 
 /**
- * A20: how long `startSSEListener()` waits for the GET's answer, from the request timeout
- * in ms: 0 when that is off, else a quarter of it, between 1 ms and 1000 ms.
+ * A20: how long `startSSEListener()` waits for the GET's answer, from a config's timeout
+ * in ms as the timeout resolver (A9) resolves it (without one, `timeout ?? 30000`): 0 when
+ * that is off, else a quarter of it, between 1 ms and 1000 ms.
  */
-export declare function resolveSSEConnectTimeoutMs(timeout: number): number
+export declare function resolveSSEConnectTimeoutMs(configTimeout?: number): number
 
 /**
  * A11/A12: the argv and spawn flags for `config` on `options.platform`. Rejects (never
