@@ -121,6 +121,29 @@ describe("A20 the GET listener", () => {
     expect(await waitFor(() => seen.length === 1)).toBe(true);
   });
 
+  it("A20: one listener per transport: another startSSEListener() while it runs opens no second GET", async () => {
+    const f = await fixture({ get: "stream" });
+    const connection = await native.connectToServer("once", { type: "http", url: f.url });
+    cleanup(() => connection.transport.close());
+    const t = connection.transport as any;
+    const seen: string[] = [];
+    t.onNotification = (method: string) => seen.push(method);
+    await t.startSSEListener();
+    await t.startSSEListener();
+    expect(gets(f)).toHaveLength(1);
+    await t.request("get/push", { message: { jsonrpc: "2.0", method: "notifications/tools/list_changed" } });
+    expect(await waitFor(() => seen.length === 1)).toBe(true);
+    await sleep(50);
+    // Heard once: a second stream would have delivered it twice.
+    expect(seen).toEqual(["notifications/tools/list_changed"]);
+    // Once the stream ended, a new listener may start.
+    await t.request("get/end");
+    expect(await waitFor(() => f.getStreamCount() === 0)).toBe(true);
+    await sleep(50);
+    await t.startSSEListener();
+    expect(gets(f)).toHaveLength(2);
+  });
+
   it("A20: it resolves at once on 405, with no onError and no onClose", async () => {
     const f = await fixture();
     const t = await connect({ url: f.url });

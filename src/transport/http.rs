@@ -85,6 +85,9 @@ struct Shared {
   /// that what the server sends on the GET stream in reply to it (its requests to us, most
   /// often) has a stream to go to.
   listener_opening: Arc<tokio::sync::RwLock<()>>,
+  /// A GET listener is opening or reading: another `startSSEListener()` adds none (the agent
+  /// keeps one per transport).
+  listening: Arc<AtomicBool>,
   /// P3: the params of the last `initialize` we sent, to repeat it when the session expires.
   initialize_params: Mutex<Option<String>>,
   /// P3: one re-initialization at a time; the others wait for it and reuse its session.
@@ -158,6 +161,7 @@ impl HttpTransport {
       mode: tokio::sync::Mutex::new(mode),
       closing: CancellationToken::new(),
       listener_opening: Arc::default(),
+      listening: Arc::default(),
       initialize_params: Mutex::new(None),
       reinitializing: tokio::sync::Mutex::new(()),
       auth,
@@ -206,8 +210,15 @@ impl HttpTransport {
   /// (refused or failed included), or after the connect wait, when the GET is dropped;
   /// reading goes on in the background. A stream that ends for good while connected emits
   /// `Event::ListenerEnded`.
-  /// `timeout` is the resolver's (A9), when there is one; else the config's.
+  /// `timeout` is the resolver's (A9), when there is one; else the config's. With a
+  /// listener already running, nothing starts and the ticket settles at once.
   pub fn start_listener(&self, ticket: u64, timeout: Option<Option<Duration>>) {
+    if self.shared.listening.swap(true, Ordering::AcqRel) {
+      return self.session.events().emit(Event::Settled {
+        ticket,
+        outcome: Ok(None),
+      });
+    }
     let shared = self.shared.clone();
     let session = self.session.clone();
     let opening = self.shared.listener_opening.clone().try_write_owned().ok();
@@ -238,12 +249,14 @@ impl HttpTransport {
     });
     self.shared.runtime.spawn(async move {
       if !session.is_connected() {
+        shared.listening.store(false, Ordering::Release);
         return;
       }
       let ended = tokio::select! {
         _ = stop.cancelled() => false,
         ended = listen(&shared, &session, opening, answered) => ended,
       };
+      shared.listening.store(false, Ordering::Release);
       if ended && session.is_connected() {
         session.events().emit(Event::ListenerEnded);
       }
