@@ -249,10 +249,11 @@ describe("A34 reconnect", () => {
     expect(manager.getConnectionStatus("s")).toBe("connected");
     expect(crashing.starts()).toBe(2);
     expect(alive(firstPid)).toBe(false);
+    // The connection counts once its connect resolved (A31); its tools follow with the change.
+    expect(await waitFor(() => changes.length >= 2, 3000)).toBe(true);
     const tools = manager.getTools();
     expect(tools.map((t) => t.name)).toEqual(firstTools.map((t) => t.name));
     expect(tools[0]).not.toBe(firstTools[0]);
-    expect(await waitFor(() => changes.length >= 2, 3000)).toBe(true);
     expect(changes.at(-1)).toEqual(tools.map((t) => t.name));
     expect(manager.logged).toContainEqual(expect.objectContaining({ level: "warn", message: 'MCP server "s" disconnected unexpectedly; reconnecting' }));
     expect(manager.logged).toContainEqual(expect.objectContaining({ level: "info", message: 'MCP server "s" reconnected' }));

@@ -62,9 +62,10 @@ describe("A34 reconnectServer", () => {
     expect(manager.getConnection("s")).toBe(second);
     expect(second.config).toBe(crashing.config);
     expect(crashing.starts()).toBe(2);
+    // The connection counts once its connect resolved (A31); its new tools follow.
+    expect(await waitFor(() => manager.getTools()[0] !== firstTools[0], 3000)).toBe(true);
     const tools = manager.getTools();
     expect(tools.map((t: any) => t.name)).toEqual(firstTools.map((t: any) => t.name));
-    expect(tools[0]).not.toBe(firstTools[0]);
     expect(lines).toContainEqual(["warn", 'MCP server "s" disconnected unexpectedly; reconnecting']);
     expect(lines).toContainEqual(["info", 'MCP server "s" reconnected']);
   });
@@ -233,6 +234,7 @@ describe("A33 the factory's reconnect argument", () => {
     expect(deferred).toHaveLength(1);
     expect(typeof deferred[0].reconnect).toBe("function");
     await manager.waitForConnection("s");
+    expect(await waitFor(() => live.length > 0, 3000)).toBe(true);
     expect(typeof live[0].reconnect).toBe("function");
     const before = manager.getConnection("s");
     const connection = await live[0].reconnect();
