@@ -216,7 +216,6 @@ fn provider_settings<H: Values>(host: &H, provider: &H::Value) -> ConfigResult<O
   })
 }
 
-/// O1: `config.oauth`, the plain-data part; its functions stay on the JS side.
 /// The fields of the v18 agent's own `oauth` config (A2), which its OAuth flow reads.
 const AGENT_OAUTH_FIELDS: [&str; 7] = [
   "clientId",
@@ -249,6 +248,7 @@ pub fn own_oauth<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<
   Ok(field(host, config, "oauth")?.filter(|oauth| !is_agent_oauth(host, oauth)))
 }
 
+/// O1: `config.oauth`, the plain-data part; its functions stay on the JS side.
 fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<OAuthSettings>> {
   let provider = field(host, config, "authProvider")?;
   let Some(oauth) = own_oauth(host, config)? else {

@@ -274,15 +274,11 @@ impl<T: OnJs> Transports for T {
   }
 
   fn listen(&self, transport: &Held) -> Pending<Held> {
-    let on = self.on();
-    let js = on.js;
-    let present = js
-      .get(transport.get(js), "startSSEListener")
-      .is_ok_and(|f| js.is_function(f));
-    if present {
-      return on.call_method(transport, "startSSEListener", &[]);
+    let js = self.on().js;
+    match call_own(js, transport, "startSSEListener", &[]) {
+      Some(started) => executor::settled(js, started),
+      None => ready(Ok(self.on().hold(js.undefined()))),
     }
-    ready(Ok(on.hold(js.undefined())))
   }
 
   fn set_protocol_version(&self, transport: &Held, version: &str) {

@@ -40,6 +40,21 @@ fn oauth_access<H: Values>(host: &H, credential: &H::Value) -> Option<String> {
   (kind == "oauth" && !access.is_empty()).then_some(access)
 }
 
+/// M3: the access token of the OAuth credential a config names, when the store has one.
+async fn access_token<H: ManagerHost>(host: &H, config: &Json) -> Option<String> {
+  let lookup = host.credential(credential_id(config)?)?;
+  lookup.await.ok().and_then(|c| oauth_access(host, &c))
+}
+
+/// M3: where a credential goes: `OAUTH_ACCESS_TOKEN` for stdio, else `Authorization`.
+fn credential_entry(config: &Json, access: String) -> (&'static str, String) {
+  if is_stdio(config) {
+    ("OAUTH_ACCESS_TOKEN", access)
+  } else {
+    ("Authorization", format!("Bearer {access}"))
+  }
+}
+
 /// What `prepareConfig(config, options)` was asked.
 #[derive(Debug, Clone, Copy)]
 pub struct PrepareOptions {
@@ -87,17 +102,10 @@ pub async fn inject_credential<H: ManagerHost>(
   config: &H::Value,
 ) -> Result<H::Value, H::Value> {
   let json = json_of(host, config)?.unwrap_or(Json::Null);
-  let Some(lookup) = credential_id(&json).and_then(|id| host.credential(id)) else {
+  let Some(access) = access_token(host, &json).await else {
     return Ok(config.clone());
   };
-  let Some(access) = lookup.await.ok().and_then(|c| oauth_access(host, &c)) else {
-    return Ok(config.clone());
-  };
-  let (key, value) = if is_stdio(&json) {
-    ("OAUTH_ACCESS_TOKEN", access)
-  } else {
-    ("Authorization", format!("Bearer {access}"))
-  };
+  let (key, value) = credential_entry(&json, access);
   let field = entries_field(&json);
   let copy = host.shallow_copy(config)?;
   let original = host.field(&copy, field)?;
@@ -183,27 +191,23 @@ async fn resolve_entries<H: ManagerHost>(host: &H, config: &Json, inject: bool) 
       .collect(),
     _ => Vec::new(),
   };
-  let lookup = inject
-    .then(|| credential_id(config).and_then(|id| host.credential(id)))
-    .flatten();
-  if let Some(lookup) = lookup {
-    if let Some(access) = lookup.await.ok().and_then(|c| oauth_access(host, &c)) {
-      let (key, value) = if stdio {
-        ("OAUTH_ACCESS_TOKEN", access)
-      } else {
-        ("Authorization", format!("Bearer {access}"))
+  let access = if inject {
+    access_token(host, config).await
+  } else {
+    None
+  };
+  if let Some(access) = access {
+    let (key, value) = credential_entry(config, access);
+    // A literal policy keeps the values as data; the credential still goes in.
+    if literal {
+      return Prepared {
+        field,
+        updates: vec![(key.to_string(), Some(value))],
       };
-      // A literal policy keeps the values as data; the credential still goes in.
-      if literal {
-        return Prepared {
-          field,
-          updates: vec![(key.to_string(), Some(value))],
-        };
-      }
-      match entries.iter_mut().find(|(k, _)| k == key) {
-        Some(entry) => entry.1 = Some(value),
-        None => entries.push((key.to_string(), Some(value))),
-      }
+    }
+    match entries.iter_mut().find(|(k, _)| k == key) {
+      Some(entry) => entry.1 = Some(value),
+      None => entries.push((key.to_string(), Some(value))),
     }
   }
   if literal {

@@ -55,7 +55,7 @@ impl<H: ManagerHost> Server<H> {
     }
   }
 
-  /// The connection of the first connect in flight, once it resolved (see `opened`).
+  /// The connection of the connect in flight, once it resolved (see `opened`).
   pub fn opened(&self) -> Option<&H::Value> {
     match (&self.phase, &self.opened) {
       (Phase::Connecting(_), Some((generation, connection))) if *generation == self.generation => {

@@ -482,6 +482,8 @@ fn json_string(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+  use super::*;
+
   #[test]
   fn a8_a_batch_is_its_messages_and_anything_else_is_not_a_batch() {
     let messages =
@@ -497,8 +499,6 @@ mod tests {
     assert!(batch(r#"{"jsonrpc":"2.0","method":"a"}"#).is_none());
     assert!(batch("[1, 2").is_none());
   }
-
-  use super::*;
 
   #[test]
   fn n3_the_envelope_is_spliced_into_params_without_one_and_merged_into_a_meta() {

@@ -207,11 +207,10 @@ impl HttpTransport {
   }
 
   /// A20: the GET listener. `Event::Settled { ticket }` follows once the GET is answered
-  /// (refused or failed included), or after the connect wait, when the GET is dropped;
-  /// reading goes on in the background. A stream that ends for good while connected emits
-  /// `Event::ListenerEnded`.
-  /// `timeout` is the resolver's (A9), when there is one; else the config's. With a
-  /// listener already running, nothing starts and the ticket settles at once.
+  /// (refused or failed included), or after the connect wait (from `timeout`: the
+  /// resolver's, A9, else the config's), when the GET is dropped; reading goes on in the
+  /// background. A stream that ends for good while connected emits `Event::ListenerEnded`.
+  /// With a listener already running, nothing starts and the ticket settles at once.
   pub fn start_listener(&self, ticket: u64, timeout: Option<Option<Duration>>) {
     if self.shared.listening.swap(true, Ordering::AcqRel) {
       return self.session.events().emit(Event::Settled {
@@ -248,14 +247,11 @@ impl HttpTransport {
       });
     });
     self.shared.runtime.spawn(async move {
-      if !session.is_connected() {
-        shared.listening.store(false, Ordering::Release);
-        return;
-      }
-      let ended = tokio::select! {
-        _ = stop.cancelled() => false,
-        ended = listen(&shared, &session, opening, answered) => ended,
-      };
+      let ended = session.is_connected()
+        && tokio::select! {
+          _ = stop.cancelled() => false,
+          ended = listen(&shared, &session, opening, answered) => ended,
+        };
       shared.listening.store(false, Ordering::Release);
       if ended && session.is_connected() {
         session.events().emit(Event::ListenerEnded);
@@ -788,13 +784,18 @@ impl AuthHost for HostThroughEvents {
   }
 }
 
-fn content_type(response: &Response) -> String {
+/// The `Content-Type` header as sent (empty when missing).
+pub(crate) fn content_type_header(response: &Response) -> String {
   response
     .headers()
     .get(CONTENT_TYPE)
     .and_then(|v| v.to_str().ok())
     .unwrap_or_default()
-    .to_ascii_lowercase()
+    .to_string()
+}
+
+fn content_type(response: &Response) -> String {
+  content_type_header(response).to_ascii_lowercase()
 }
 
 /// H7: success on any 2xx.
@@ -1156,6 +1157,7 @@ async fn listen(
   loop {
     let mut events = match opened {
       Opened::Stream(events) => events,
+      // P3: the session expired under the listener: renewed, it listens on the new one.
       Opened::Expired { used } => {
         let url = shared.config.url.clone();
         if !shared.renew_session(session, &url, used.as_deref()).await {
@@ -1300,21 +1302,13 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     let status = response.status().as_u16();
     // Only a resume reports the body (A19); a listener that is not offered stays quiet.
     let body = match from {
-      Some(_) => read_body(response, shared.config.max_message_bytes)
-        .await
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default(),
+      Some(_) => body_text(response, shared.config.max_message_bytes).await,
       None => String::new(),
     };
     return Opened::Refused(CoreError::ResumeRefused { status, body });
   }
   if !content_type(&response).starts_with("text/event-stream") {
-    let named = response
-      .headers()
-      .get(CONTENT_TYPE)
-      .and_then(|v| v.to_str().ok())
-      .unwrap_or_default()
-      .to_string();
+    let named = content_type_header(&response);
     return Opened::Refused(CoreError::ResumeNotEventStream(named));
   }
   Opened::Stream(Box::new(EventReader::new(
@@ -1430,6 +1424,14 @@ async fn read_body(response: Response, limit: usize) -> Result<Vec<u8>, CoreErro
   Ok(body)
 }
 
+/// A refused answer's body as text (lossy; empty when it cannot be read).
+async fn body_text(response: Response, limit: usize) -> String {
+  read_body(response, limit)
+    .await
+    .map(|b| String::from_utf8_lossy(&b).into_owned())
+    .unwrap_or_default()
+}
+
 /// H4/H7: status, body text and the auth hints of a non-2xx answer.
 pub(crate) async fn http_error(
   response: Response,
@@ -1446,10 +1448,7 @@ pub(crate) async fn http_error(
   let www_authenticate = header("www-authenticate");
   let mcp_auth_server = header("mcp-auth-server");
   let status = response.status().as_u16();
-  let body = read_body(response, limit)
-    .await
-    .map(|b| String::from_utf8_lossy(&b).into_owned())
-    .unwrap_or_default();
+  let body = body_text(response, limit).await;
   CoreError::Http {
     status,
     body,

@@ -20,8 +20,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::http::{
-  auth_error_headers, http_error, network_error, with_timeout, EventReader, HostThroughEvents,
-  ReadItem,
+  auth_error_headers, content_type_header, http_error, network_error, with_timeout, EventReader,
+  HostThroughEvents, ReadItem,
 };
 use crate::error::CoreError;
 use crate::protocol::header_policy::{merge, same_name};
@@ -297,13 +297,24 @@ impl Shared {
 
   /// POSTs `frame` to the endpoint. A10: a 401/403 asks `onAuthError`; headers it gives
   /// replace `config.headers`, and the POST is sent once more with them.
+  /// A24: the configured URL, for an origin-locked transport.
+  fn locked_to(&self) -> Option<&Url> {
+    self.config.origin_locked.then_some(&self.config.url)
+  }
+
   async fn post(&self, frame: Bytes) -> Result<Response, CoreError> {
     let endpoint = self.endpoint.get().ok_or(CoreError::NotConnected)?;
     let client = self.client()?;
-    let locked_to = self.config.origin_locked.then_some(&self.config.url);
     let send = |headers: HeaderMap| {
       let body = Some(frame.clone());
-      fetch::send(&client, locked_to, Method::POST, endpoint, headers, body)
+      fetch::send(
+        &client,
+        self.locked_to(),
+        Method::POST,
+        endpoint,
+        headers,
+        body,
+      )
     };
     let response = send(self.headers(&POST_HEADERS)).await?;
     let refused = matches!(response.status().as_u16(), 401 | 403);
@@ -377,22 +388,16 @@ async fn before<T>(
 async fn find_endpoint(shared: &Shared) -> Result<(Url, EventReader), CoreError> {
   let url = &shared.config.url;
   let limit = shared.config.max_message_bytes;
-  let locked_to = shared.config.origin_locked.then_some(url);
   let headers = shared.headers(&STREAM_HEADERS);
   let client = shared.client()?;
-  let response = fetch::send(&client, locked_to, Method::GET, url, headers, None).await?;
+  let response = fetch::send(&client, shared.locked_to(), Method::GET, url, headers, None).await?;
   if !response.status().is_success() {
     return Err(http_error(response, false, limit).await);
   }
   if matches!(response.status().as_u16(), 204 | 205) {
     return Err(LegacySseError::NoBody.into());
   }
-  let content_type = response
-    .headers()
-    .get(reqwest::header::CONTENT_TYPE)
-    .and_then(|v| v.to_str().ok())
-    .unwrap_or("")
-    .to_string();
+  let content_type = content_type_header(&response);
   if !content_type.is_empty()
     && !content_type
       .to_ascii_lowercase()

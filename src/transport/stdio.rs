@@ -71,9 +71,8 @@ pub struct StdioTransport {
 
 impl StdioTransport {
   /// S1/A13: spawns the server in a session (and process group) of its own and starts its
-  /// I/O tasks. Must run on a
-  /// thread that lives as long as the host (the JS thread): the child's parent-death signal
-  /// is tied to it.
+  /// I/O tasks. Must run on a thread that lives as long as the host (the JS thread): the
+  /// child's parent-death signal is tied to it.
   ///
   /// # Errors
   /// `Spawn` when the command cannot be started (its `code` is the errno name).
