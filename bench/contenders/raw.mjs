@@ -2,8 +2,8 @@
 // pending ids (over HTTP: fetch, then JSON or a parsed event stream).
 import { spawn } from "node:child_process";
 
-export async function open({ server, url, stateless }) {
-  const client = url ? httpClient(url, stateless) : stdioClient(server);
+export async function open({ server, serverArgs, url, stateless }) {
+  const client = url ? httpClient(url, stateless) : stdioClient(server, serverArgs);
   if (stateless) {
     await client.request("server/discover", {});
     return {
@@ -22,8 +22,8 @@ export async function open({ server, url, stateless }) {
   };
 }
 
-function stdioClient(server) {
-  const child = spawn(server, ["stdio"], { stdio: ["pipe", "pipe", "ignore"] });
+function stdioClient(server, serverArgs) {
+  const child = spawn(server, serverArgs, { stdio: ["pipe", "pipe", "ignore"] });
   const pending = new Map();
   let nextId = 1;
   const client = {

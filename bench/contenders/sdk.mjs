@@ -5,10 +5,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-export async function open({ server, url }) {
+export async function open({ server, serverArgs, url }) {
   const transport = url
     ? new StreamableHTTPClientTransport(new URL(url))
-    : new StdioClientTransport({ command: server, args: ["stdio"], stderr: "ignore", maxBufferSize: 64 << 20 });
+    : new StdioClientTransport({ command: server, args: serverArgs, stderr: "ignore", maxBufferSize: 64 << 20 });
   const client = new Client({ name: "bench-sdk", version: "1" });
   await client.connect(transport);
   let handler = () => {};

@@ -82,7 +82,7 @@ impl Executor {
 
 /// Runs `f`, which may poll tasks, inside the shared runtime's context: tokio timers and
 /// tasks created while polling need it.
-fn in_runtime<T>(f: impl FnOnce() -> T) -> T {
+pub fn in_runtime<T>(f: impl FnOnce() -> T) -> T {
   let runtime = crate::runtime::handle();
   let _context = runtime.as_ref().map(|handle| handle.enter());
   f()

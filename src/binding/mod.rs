@@ -1,13 +1,14 @@
 //! The napi binding layer: implements the core's host traits over JS values, converts
 //! arguments and results, and bridges callbacks, promises and signals. The flows and their
 //! decisions are the core's (`crate::client`, `crate::manager`); Node-API's unsafe calls are
-//! all in `js`.
+//! all in `js`, and libuv's in `host_reader`.
 mod args;
 pub(crate) mod calls;
 mod client;
 mod executor;
 mod header_policy;
 mod host;
+mod host_reader;
 mod http;
 pub(crate) mod js;
 mod js_error;

@@ -44,6 +44,20 @@ impl EventPump {
   }
 }
 
+thread_local! {
+  /// The pump whose events this thread's host reader delivers itself once its read is done.
+  static COLLECTING: std::cell::Cell<*const EventPump> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Runs `read` (the host reader's read, on the JS thread) with `pump`'s events left for the
+/// caller's `deliver_now` instead of a trip through the threadsafe function.
+pub fn collecting<T>(pump: &Arc<EventPump>, read: impl FnOnce() -> T) -> T {
+  let previous = COLLECTING.with(|c| c.replace(Arc::as_ptr(pump)));
+  let result = read();
+  COLLECTING.with(|c| c.set(previous));
+  result
+}
+
 impl EventSink for EventPump {
   fn emit(&self, event: Event) {
     let mut queue = self.queue();
@@ -54,7 +68,8 @@ impl EventSink for EventPump {
     // Called under the lock, so the function cannot be released in between.
     if !queue.scheduled {
       queue.scheduled = true;
-      if !queue.tsfn.as_ref().is_some_and(Tsfn::call) {
+      let collected_here = COLLECTING.with(|c| std::ptr::eq(c.get(), self));
+      if !collected_here && !queue.tsfn.as_ref().is_some_and(Tsfn::call) {
         queue.events.clear();
         queue.tsfn = None;
       }
@@ -149,6 +164,8 @@ pub struct JsSide {
   backlog: std::collections::VecDeque<Event>,
   /// A setImmediate for the next delivery turn is pending.
   turn_scheduled: bool,
+  /// Stops the host-loop reader of stdout (`host_reader`), if one reads for this transport.
+  stop_host_reader: Option<Box<dyn FnOnce()>>,
   /// O1: `config.oauth`, whose `redirect` and `store` the OAuth flow calls.
   auth: Option<sys::napi_ref>,
   /// A9: the config's `timeout`, as the timeout resolver is given it.
@@ -179,6 +196,7 @@ impl JsSide {
       connection: None,
       backlog: std::collections::VecDeque::new(),
       turn_scheduled: false,
+      stop_host_reader: None,
       auth: None,
       timeout_input: None,
       session: None,
@@ -289,6 +307,16 @@ impl JsSide {
     }
   }
 
+  pub fn set_host_reader(&mut self, stop: Box<dyn FnOnce()>) {
+    self.stop_host_reader = Some(stop);
+  }
+
+  fn stop_host_reader(&mut self) {
+    if let Some(stop) = self.stop_host_reader.take() {
+      stop();
+    }
+  }
+
   /// O1: holds `config.oauth` for the flow's host calls.
   pub fn set_auth(&mut self, oauth: Value) {
     let js = Js::new(self.env);
@@ -372,6 +400,7 @@ impl JsSide {
 
   /// The JS object is being collected: stop delivering and release the function.
   pub fn release(&mut self) {
+    self.stop_host_reader();
     let js = Js::new(self.env);
     for r in std::mem::take(&mut self.callbacks).references() {
       js.delete_ref(r);
@@ -424,6 +453,11 @@ impl Delivery {
   fn deliver(&self, js: Js) {
     deliver(js, &self.0)
   }
+}
+
+/// Delivers what the host reader just collected (see `collecting`), on the JS thread.
+pub fn deliver_now(js: Js, side: &Shared) {
+  deliver(js, side)
 }
 
 fn deliver(js: Js, side: &Shared) {
@@ -683,6 +717,7 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       }
     }
     Event::Closed => {
+      side.borrow_mut().stop_host_reader();
       // S4: onClose comes after the rejections above; their handlers are already queued
       // as microtasks, so a microtask of our own runs after them.
       let queued = js

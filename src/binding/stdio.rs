@@ -5,13 +5,14 @@ use napi_derive::napi;
 
 use super::args;
 use super::host::JsHost;
+use super::host_reader::LoopReader;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::pump::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
   attach, callback_value, create_connected, runtime_handle, thrown, transport_class, StartableClass,
 };
-use crate::transport::stdio::{StdioConfig, StdioTransport};
+use crate::transport::stdio::{HostReader, StdioConfig, StdioTransport};
 
 /// An MCP server run as a child process, speaking JSON-RPC over stdin/stdout.
 #[napi(js_name = "StdioTransport")]
@@ -46,7 +47,9 @@ impl StartableClass for JsStdioTransport {
     }
     let handle = runtime_handle(js)?;
     let sink = self.side.borrow().sink();
-    let transport = StdioTransport::spawn(self.config.clone(), sink, &handle)
+    let host_reader = LoopReader::new(js, &self.side);
+    let host_reader = host_reader.as_ref().map(|r| r as &dyn HostReader);
+    let transport = StdioTransport::spawn(self.config.clone(), sink, &handle, host_reader)
       .map_err(|e| js_error::to_js(js, &e))?;
     transport.set_forward_stderr(self.side.borrow_mut().has_callback(CallbackSlot::Stderr));
     attach(&self.side, transport.session(), this);

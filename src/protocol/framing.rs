@@ -77,6 +77,11 @@ impl LineFramer {
     self.finished_scan.take()
   }
 
+  /// Whether a long line is being received: the next reads only extend it.
+  pub fn in_long_line(&self) -> bool {
+    self.long.is_some()
+  }
+
   /// Bytes held between reads (E3: at most `max_bytes` + 1 once `next_frame` returns `None`).
   pub fn buffered_len(&self) -> usize {
     self.buffer.len() + self.long.as_ref().map_or(0, |long| long.region.len())

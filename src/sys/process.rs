@@ -50,6 +50,34 @@ pub fn write(fd: RawFd, bytes: &[u8]) -> isize {
   unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }
 }
 
+/// `read(2)` of at most `size` bytes onto the end of `buffer`: the bytes read, 0 at end of
+/// input. The caller keeps `fd` open for the call.
+pub fn read_into(fd: RawFd, buffer: &mut bytes::BytesMut, size: usize) -> std::io::Result<usize> {
+  buffer.reserve(size);
+  let spare = buffer.spare_capacity_mut();
+  let size = size.min(spare.len());
+  // SAFETY: spare is valid for writes of at least `size` bytes; read(2) writes at most that.
+  let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), size) };
+  if n < 0 {
+    return Err(std::io::Error::last_os_error());
+  }
+  let n = n as usize;
+  // SAFETY: read(2) initialised the first n bytes of the spare capacity.
+  unsafe { buffer.set_len(buffer.len() + n) };
+  Ok(n)
+}
+
+/// Puts `fd` in non-blocking mode.
+pub fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
+  // SAFETY: fcntl on a descriptor the caller owns; no memory is involved.
+  let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+  // SAFETY: as above.
+  if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+    return Err(std::io::Error::last_os_error());
+  }
+  Ok(())
+}
+
 /// S8 backstop: the child gets SIGTERM when the thread that spawned it dies, so a host that
 /// dies without running its exit hooks still stops it.
 #[cfg(target_os = "linux")]

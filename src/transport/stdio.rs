@@ -2,10 +2,12 @@
 //!
 //! Four tasks per server: the writer (ordered frames to stdin), the reader (stdout frames
 //! into the session), the stderr drain, and the supervisor, which owns the close sequence so
-//! that it runs exactly once whichever side ends first.
+//! that it runs exactly once whichever side ends first. The reader runs on the runtime, or
+//! on the host's own event loop when the binding offers one (`HostReader`): an answer then
+//! reaches JS without waking a runtime thread first.
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, Command};
 use tokio::runtime::Handle;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -62,6 +65,143 @@ impl Shared {
   }
 }
 
+/// Reads a server's stdout on the host's event loop instead of a runtime thread.
+pub trait HostReader {
+  /// Takes `reader` over (calling `read_ready` whenever its descriptor is readable, and
+  /// dropping it once that returns `Ended` or the transport closed), or hands it back.
+  ///
+  /// # Errors
+  /// The reader itself, when the host cannot watch its descriptor.
+  fn start(&self, reader: Box<StdoutReader>) -> Result<(), Box<StdoutReader>>;
+}
+
+/// What one `StdoutReader::read_ready` call found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Readiness {
+  /// The pipe is empty for now.
+  Drained,
+  /// The call's budget ran out with data possibly left: call again.
+  More,
+  /// End of input or a read error: the supervisor has been told; drop the reader.
+  Ended,
+}
+
+/// What one `read_ready` call reads between lines: about what a JS stream reads per
+/// `data` event, so a flood of small messages costs the host loop at most ~1 ms per call.
+const READ_BYTES: usize = 64 * 1024;
+/// Inside a long line a read only extends the line (no messages to handle): read more.
+const LONG_LINE_READ_BYTES: usize = PIPE_BYTES as usize;
+
+/// S2/S3/E3: the reading half of a transport, whichever thread drives it: stdout frames
+/// into the session until EOF or a read error.
+pub struct StdoutReader {
+  stdout: OwnedFd,
+  frames: StdoutFrames,
+}
+
+struct StdoutFrames {
+  framer: LineFramer,
+  max_message_bytes: usize,
+  session: Arc<Session>,
+  /// Tells the supervisor that the stream ended (with the read error, if any).
+  ended: Option<oneshot::Sender<Option<io::Error>>>,
+}
+
+impl StdoutReader {
+  /// The non-blocking descriptor to watch for readability.
+  pub fn fd(&self) -> RawFd {
+    self.stdout.as_raw_fd()
+  }
+
+  /// Reads what the pipe holds (a few reads at most) and hands complete frames to the
+  /// session.
+  pub fn read_ready(&mut self) -> Readiness {
+    if self.frames.ended.is_none() {
+      return Readiness::Ended;
+    }
+    let fd = self.fd();
+    loop {
+      let framer = &mut self.frames.framer;
+      let size = if framer.in_long_line() {
+        LONG_LINE_READ_BYTES
+      } else {
+        READ_BYTES
+      };
+      match crate::sys::process::read_into(fd, &mut framer.buffer, size) {
+        Ok(0) => return self.frames.end(None),
+        Ok(_) => {
+          self.frames.received();
+          return Readiness::More;
+        }
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Readiness::Drained,
+        Err(e) => return self.frames.end(Some(e)),
+      }
+    }
+  }
+}
+
+impl StdoutFrames {
+  /// Hands the complete frames of the latest read to the session.
+  fn received(&mut self) {
+    while let Some(frame) = self.framer.next_frame() {
+      self.deliver(frame);
+    }
+  }
+
+  fn deliver(&mut self, frame: Frame) {
+    match frame {
+      Frame::Line(line) => self.session.handle_line(line, self.framer.take_line_scan()),
+      Frame::TooLarge => self
+        .session
+        .events()
+        .emit(Event::Error(CoreError::MessageTooLarge {
+          limit: self.max_message_bytes,
+        })),
+    }
+  }
+
+  /// End of input (a last line without its newline still counts) or a read error.
+  fn end(&mut self, error: Option<io::Error>) -> Readiness {
+    if error.is_none() {
+      while let Some(frame) = self.framer.finish() {
+        self.deliver(frame);
+      }
+    }
+    if let Some(ended) = self.ended.take() {
+      let _ = ended.send(error);
+    }
+    Readiness::Ended
+  }
+}
+
+/// The reader driven by the runtime's reactor.
+async fn read_on_runtime(reader: Box<StdoutReader>) {
+  let StdoutReader { stdout, mut frames } = *reader;
+  let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(stdout) {
+    Ok(pipe) => pipe,
+    Err(e) => {
+      frames.end(Some(e));
+      return;
+    }
+  };
+  loop {
+    frames.framer.buffer.reserve(PIPE_BYTES as usize);
+    match pipe.read_buf(&mut frames.framer.buffer).await {
+      Ok(0) => {
+        frames.end(None);
+        return;
+      }
+      Ok(_) => frames.received(),
+      Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+      Err(e) => {
+        frames.end(Some(e));
+        return;
+      }
+    }
+  }
+}
+
 /// A running stdio server. Dropping it closes it.
 pub struct StdioTransport {
   session: Arc<Session>,
@@ -80,6 +220,7 @@ impl StdioTransport {
     config: StdioConfig,
     events: Arc<dyn EventSink>,
     runtime: &Handle,
+    host: Option<&dyn HostReader>,
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
     process_group::install_exit_hooks();
@@ -137,11 +278,32 @@ impl StdioTransport {
       shared.close_requested.clone(),
       runtime,
     );
-    let reader = runtime.spawn(read_frames(
-      stdout,
-      config.max_message_bytes,
-      session.clone(),
-    ));
+    let (ended, reader_end) = oneshot::channel();
+    let stdout = stdout
+      .into_owned_fd()
+      .and_then(|fd| crate::sys::process::set_nonblocking(fd.as_raw_fd()).map(|()| fd));
+    let reader_task = match stdout {
+      Ok(stdout) => {
+        let reader = Box::new(StdoutReader {
+          stdout,
+          frames: StdoutFrames {
+            framer: LineFramer::new(config.max_message_bytes),
+            max_message_bytes: config.max_message_bytes,
+            session: session.clone(),
+            ended: Some(ended),
+          },
+        });
+        let unwatched = match host {
+          Some(host) => host.start(reader).err(),
+          None => Some(reader),
+        };
+        unwatched.map(|reader| runtime.spawn(read_on_runtime(reader)))
+      }
+      Err(e) => {
+        let _ = ended.send(Some(e));
+        None
+      }
+    };
     let drain = runtime.spawn(drain_stderr(stderr, shared.clone(), events.clone()));
     runtime.spawn(supervise(Supervised {
       session: session.clone(),
@@ -150,7 +312,8 @@ impl StdioTransport {
       pgid,
       writer,
       stop_writing,
-      reader,
+      reader_end,
+      reader_task,
       drain,
     }));
     Ok(StdioTransport {
@@ -211,41 +374,6 @@ fn spawn_error(command: &str, error: &io::Error) -> CoreError {
   }
 }
 
-/// S2/S3/E3: stdout frames into the session until EOF (`None`) or a read error.
-async fn read_frames(
-  mut stdout: ChildStdout,
-  max_message_bytes: usize,
-  session: Arc<Session>,
-) -> Option<io::Error> {
-  let mut framer = LineFramer::new(max_message_bytes);
-  let deliver = |frame: Frame, framer: &mut LineFramer| match frame {
-    Frame::Line(line) => session.handle_line(line, framer.take_line_scan()),
-    Frame::TooLarge => session
-      .events()
-      .emit(Event::Error(CoreError::MessageTooLarge {
-        limit: max_message_bytes,
-      })),
-  };
-  loop {
-    framer.buffer.reserve(PIPE_BYTES as usize);
-    match stdout.read_buf(&mut framer.buffer).await {
-      Ok(0) => {
-        while let Some(frame) = framer.finish() {
-          deliver(frame, &mut framer);
-        }
-        return None;
-      }
-      Ok(_) => {
-        while let Some(frame) = framer.next_frame() {
-          deliver(frame, &mut framer);
-        }
-      }
-      Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-      Err(e) => return Some(e),
-    }
-  }
-}
-
 /// S5: stderr is always read, so a chatty server never blocks on a full pipe.
 async fn drain_stderr(mut stderr: ChildStderr, shared: Arc<Shared>, events: Arc<dyn EventSink>) {
   let mut chunk = vec![0u8; 16 * 1024];
@@ -274,16 +402,20 @@ struct Supervised {
   pgid: i32,
   writer: JoinHandle<()>,
   stop_writing: CancellationToken,
-  reader: JoinHandle<Option<io::Error>>,
+  /// The reader's end of stream: its read error, if any (a dropped reader counts as EOF).
+  reader_end: oneshot::Receiver<Option<io::Error>>,
+  /// The reader, when it runs on the runtime (a host reader stops on the host's side).
+  reader_task: Option<JoinHandle<()>>,
   drain: JoinHandle<()>,
 }
 
 /// S4/S6: the single close sequence, whether the server ended or `close()` was called.
 async fn supervise(mut s: Supervised) {
   let ended_by_server = tokio::select! {
-    read = &mut s.reader => Some(read.ok().flatten()),
+    read = &mut s.reader_end => Some(read.ok().flatten()),
     _ = s.shared.close_requested.cancelled() => None,
   };
+  let reader_ended = ended_by_server.is_some();
   if let Some(read_error) = ended_by_server {
     if let Some(error) = read_error {
       s.session
@@ -299,14 +431,12 @@ async fn supervise(mut s: Supervised) {
   s.stop_writing.cancel();
   let _ = (&mut s.writer).await;
   stop_process_group(&mut s.child, s.pgid).await;
-  if !s.reader.is_finished() {
+  if !reader_ended {
     // Every writer of the pipe is dead now, so EOF is near; A14 bounds it anyway.
-    if tokio::time::timeout(AFTER_KILL, &mut s.reader)
-      .await
-      .is_err()
-    {
-      s.reader.abort();
-    }
+    let _ = tokio::time::timeout(AFTER_KILL, &mut s.reader_end).await;
+  }
+  if let Some(task) = s.reader_task.take() {
+    task.abort();
   }
   // A JoinHandle must not be polled again once it has returned.
   if !s.drain.is_finished()

@@ -133,9 +133,13 @@ fn blob_frame(id: &Value, bytes: usize) -> Frame {
 
 /// Plain blocking I/O: tokio's stdin/stdout hand every read and write to a blocking-pool
 /// thread (and copy writes in 2 MiB pieces), which would add server time to every client's.
-fn stdio() -> std::io::Result<()> {
+fn stdio(spin: Option<std::time::Duration>) -> std::io::Result<()> {
   use std::io::{BufRead, Write};
-  let mut input = std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+  let source: Box<dyn std::io::Read> = match spin {
+    Some(window) => Box::new(SpinningStdin::new(window)),
+    None => Box::new(std::io::stdin().lock()),
+  };
+  let mut input = std::io::BufReader::with_capacity(1 << 20, source);
   // fd 1 itself rather than stdout's LineWriter, so a burst of notifications shares writes.
   // SAFETY: fd 1 is open for the life of the process, and ManuallyDrop never closes it.
   let stdout = std::mem::ManuallyDrop::new(unsafe {
@@ -158,6 +162,52 @@ fn stdio() -> std::io::Result<()> {
     // Flush only when no more input is waiting, so bursts share writes.
     if input.buffer().is_empty() {
       output.flush()?;
+    }
+  }
+}
+
+/// `--spin`: stdin read without blocking for a while after each message before sleeping in
+/// `poll`, as a busy server keeps its CPU awake; answers then leave within microseconds
+/// of the request (the "fast" regime of the bench).
+struct SpinningStdin {
+  window: std::time::Duration,
+}
+
+impl SpinningStdin {
+  fn new(window: std::time::Duration) -> Self {
+    // SAFETY: fcntl on fd 0, which is open for the life of the process.
+    unsafe {
+      let flags = libc::fcntl(0, libc::F_GETFL);
+      libc::fcntl(0, libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+    SpinningStdin { window }
+  }
+}
+
+impl std::io::Read for SpinningStdin {
+  fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+    let started = std::time::Instant::now();
+    loop {
+      // SAFETY: buf is valid for buf.len() bytes.
+      let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+      if n >= 0 {
+        return Ok(n as usize);
+      }
+      let error = std::io::Error::last_os_error();
+      match error.kind() {
+        std::io::ErrorKind::Interrupted => {}
+        std::io::ErrorKind::WouldBlock if started.elapsed() < self.window => std::hint::spin_loop(),
+        std::io::ErrorKind::WouldBlock => {
+          let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+          };
+          // SAFETY: one valid pollfd.
+          unsafe { libc::poll(&mut fd, 1, -1) };
+        }
+        _ => return Err(error),
+      }
     }
   }
 }
@@ -227,6 +277,11 @@ fn main() -> std::io::Result<()> {
       .enable_all()
       .build()?
       .block_on(http(args.iter().any(|a| a == "--sse"))),
-    _ => stdio(),
+    _ => stdio(
+      args
+        .iter()
+        .any(|a| a == "--spin")
+        .then(|| std::time::Duration::from_millis(5)),
+    ),
   }
 }

@@ -1,0 +1,61 @@
+// Under Node, a stdio server's stdout is read on the JS thread's own event loop (a libuv
+// poll handle) rather than on a runtime thread. These check what that must not change: a
+// worker thread's loop ends cleanly with transports still open (S8: their servers stop),
+// answers interleave with the host's timers, and every transport gets its own handle.
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { alive, closingAfterEach, server, sleep, waitFor } from "./helpers";
+
+const { connect } = closingAfterEach();
+const index = fileURLToPath(new URL("../index.js", import.meta.url));
+
+describe("stdout read on the host loop", () => {
+  it("S8: a worker thread that ends with an open transport exits cleanly and its server stops", async () => {
+    const script = `
+      const { Worker } = require("node:worker_threads");
+      const worker = new Worker(\`
+        const { parentPort } = require("node:worker_threads");
+        const { createStdioTransport } = require(${JSON.stringify(index)});
+        (async () => {
+          const t = await createStdioTransport({ command: process.execPath, args: [${JSON.stringify(server)}] });
+          const result = await t.request("tools/call", { name: "echo", arguments: { text: "from a worker" } });
+          parentPort.postMessage({ pid: t.pid, text: result.content[0].text });
+        })();
+      \`, { eval: true });
+      worker.on("message", (m) => console.log(JSON.stringify(m)));
+      worker.on("exit", (code) => console.log("worker exit " + code));
+    `;
+    const out = execFileSync(process.execPath, ["-e", script], { encoding: "utf8", timeout: 20_000 });
+    const lines = out.trim().split("\n");
+    const { pid, text } = JSON.parse(lines[0]);
+    expect(text).toBe("from a worker");
+    expect(lines[1]).toBe("worker exit 0");
+    await waitFor(() => !alive(pid), 5000);
+  });
+
+  it("T3: a timer set while answers stream in runs between them, and answers stay in order", async () => {
+    const t = await connect();
+    const order: string[] = [];
+    setTimeout(() => order.push("timer"), 0);
+    const calls = Array.from({ length: 2000 }, (_, i) =>
+      t.request("tools/call", { name: "echo", arguments: { text: String(i) } }).then((r: any) => order.push(r.content[0].text)),
+    );
+    await Promise.all(calls);
+    const answers = order.filter((x) => x !== "timer");
+    expect(answers).toEqual(Array.from({ length: 2000 }, (_, i) => String(i)));
+    expect(order.indexOf("timer")).toBeGreaterThan(-1);
+    expect(order.indexOf("timer")).toBeLessThan(order.length - 1);
+  });
+
+  it("S4: two transports read side by side; closing one leaves the other answering", async () => {
+    const a = await connect();
+    const b = await connect();
+    const echo = (t: any, text: string) =>
+      t.request("tools/call", { name: "echo", arguments: { text } }).then((r: any) => r.content[0].text);
+    expect(await Promise.all([echo(a, "a"), echo(b, "b")])).toEqual(["a", "b"]);
+    await a.close();
+    await sleep(20);
+    expect(await echo(b, "still here")).toBe("still here");
+  });
+});

@@ -1,0 +1,310 @@
+//! Reads a stdio server's stdout on the JS thread's own event loop (a libuv poll handle),
+//! where the host exports libuv (Node). An answer then wakes the JS thread straight from
+//! the pipe, as a hand-written client's `child.stdout.on("data")` would, instead of waking
+//! a runtime thread that then wakes the JS thread (two cold wake-ups per answer on an idle
+//! machine). Bun has no `uv_poll_*`, so there the runtime reads.
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_int, c_void};
+use std::ptr;
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+use napi::sys;
+
+use super::executor;
+use super::js::Js;
+use super::pump::{self, Shared};
+use crate::transport::stdio::{HostReader, Readiness, StdoutReader};
+
+/// `UV_POLL` in libuv's `uv_handle_type`, `UV_READABLE` in `uv_poll_event` (stable ABI).
+const UV_POLL: c_int = 8;
+const UV_READABLE: c_int = 1;
+
+type PollCallback = unsafe extern "C" fn(*mut c_void, c_int, c_int);
+type CloseCallback = unsafe extern "C" fn(*mut c_void);
+
+type HandleSize = unsafe extern "C" fn(c_int) -> usize;
+type PollInit = unsafe extern "C" fn(*mut c_void, *mut c_void, c_int) -> c_int;
+type PollStart = unsafe extern "C" fn(*mut c_void, c_int, PollCallback) -> c_int;
+type HandleOp = unsafe extern "C" fn(*mut c_void) -> c_int;
+type Close = unsafe extern "C" fn(*mut c_void, CloseCallback);
+type Unref = unsafe extern "C" fn(*mut c_void);
+type SetData = unsafe extern "C" fn(*mut c_void, *mut c_void);
+type GetData = unsafe extern "C" fn(*const c_void) -> *mut c_void;
+
+/// The libuv functions used, looked up in the host process.
+struct Uv {
+  handle_size: HandleSize,
+  poll_init: PollInit,
+  poll_start: PollStart,
+  poll_stop: HandleOp,
+  close: Close,
+  unref: Unref,
+  set_data: SetData,
+  get_data: GetData,
+}
+
+/// Looks libuv up once. `None` when the host does not export it.
+fn uv() -> Option<&'static Uv> {
+  static UV: OnceLock<Option<Uv>> = OnceLock::new();
+  UV.get_or_init(|| {
+    fn find(name: &std::ffi::CStr) -> Option<*mut c_void> {
+      // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up.
+      let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+      (!symbol.is_null()).then_some(symbol)
+    }
+    // SAFETY (each transmute): a non-null symbol of that name is libuv's function of the
+    // signature it is given here (libuv's public, stable C API).
+    unsafe {
+      Some(Uv {
+        handle_size: std::mem::transmute::<*mut c_void, HandleSize>(find(c"uv_handle_size")?),
+        poll_init: std::mem::transmute::<*mut c_void, PollInit>(find(c"uv_poll_init")?),
+        poll_start: std::mem::transmute::<*mut c_void, PollStart>(find(c"uv_poll_start")?),
+        poll_stop: std::mem::transmute::<*mut c_void, HandleOp>(find(c"uv_poll_stop")?),
+        close: std::mem::transmute::<*mut c_void, Close>(find(c"uv_close")?),
+        unref: std::mem::transmute::<*mut c_void, Unref>(find(c"uv_unref")?),
+        set_data: std::mem::transmute::<*mut c_void, SetData>(find(c"uv_handle_set_data")?),
+        get_data: std::mem::transmute::<*mut c_void, GetData>(find(c"uv_handle_get_data")?),
+      })
+    }
+  })
+  .as_ref()
+}
+
+/// Whether this host's loop can watch descriptors: Node, not Bun (whose `uv_poll_init`
+/// aborts the process).
+fn host_has_libuv(js: Js) -> bool {
+  static IS_BUN: OnceLock<bool> = OnceLock::new();
+  let is_bun = *IS_BUN.get_or_init(|| {
+    js.get(js.global(), "process")
+      .and_then(|process| js.get(process, "versions"))
+      .is_ok_and(|versions| js.has(versions, "bun"))
+  });
+  !is_bun && uv().is_some()
+}
+
+/// Offers the JS thread's loop to a stdio transport being spawned.
+pub struct LoopReader {
+  js: Js,
+  side: Shared,
+}
+
+impl LoopReader {
+  /// `None` where the host has no usable libuv.
+  pub fn new(js: Js, side: &Shared) -> Option<Self> {
+    host_has_libuv(js).then(|| LoopReader {
+      js,
+      side: side.clone(),
+    })
+  }
+}
+
+impl HostReader for LoopReader {
+  fn start(&self, reader: Box<StdoutReader>) -> Result<(), Box<StdoutReader>> {
+    match Poller::start(self.js, &self.side, reader) {
+      Ok(poller) => {
+        let stop = Rc::downgrade(&poller);
+        self.side.borrow_mut().set_host_reader(Box::new(move || {
+          if let Some(poller) = stop.upgrade() {
+            poller.stop();
+          }
+        }));
+        Ok(())
+      }
+      Err(reader) => Err(reader),
+    }
+  }
+}
+
+/// What the poll handle reads for, released by its close callback.
+struct Reading {
+  reader: Box<StdoutReader>,
+  side: Shared,
+}
+
+struct Poller {
+  uv: &'static Uv,
+  env: sys::napi_env,
+  /// The `uv_poll_t`, allocated here; freed when the poller drops, after its close callback.
+  handle: *mut c_void,
+  layout: std::alloc::Layout,
+  reading: RefCell<Option<Reading>>,
+  context: Cell<sys::napi_async_context>,
+  closing: Cell<bool>,
+  in_callback: Cell<bool>,
+}
+
+impl Poller {
+  fn start(
+    js: Js,
+    side: &Shared,
+    reader: Box<StdoutReader>,
+  ) -> Result<Rc<Poller>, Box<StdoutReader>> {
+    let Some(uv) = uv() else { return Err(reader) };
+    let mut event_loop = ptr::null_mut();
+    // SAFETY: env is this JS thread's env; the call only reads it.
+    let status = unsafe { sys::napi_get_uv_event_loop(js.env, &mut event_loop) };
+    if status != sys::Status::napi_ok || event_loop.is_null() {
+      return Err(reader);
+    }
+    // SAFETY: uv_handle_size has no preconditions.
+    let size = unsafe { (uv.handle_size)(UV_POLL) };
+    let Ok(layout) = std::alloc::Layout::from_size_align(size.max(1), 16) else {
+      return Err(reader);
+    };
+    // SAFETY: layout has a non-zero size.
+    let handle = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<c_void>();
+    if handle.is_null() {
+      return Err(reader);
+    }
+    let fd = reader.fd();
+    // SAFETY: handle is zeroed memory of uv_poll_t's size; the loop is this thread's; fd is
+    // an open, non-blocking descriptor the reader owns until the close callback.
+    if unsafe { (uv.poll_init)(event_loop.cast(), handle, fd) } != 0 {
+      // SAFETY: allocated above with this layout; libuv did not take the handle.
+      unsafe { std::alloc::dealloc(handle.cast(), layout) };
+      return Err(reader);
+    }
+    let mut context = ptr::null_mut();
+    // SAFETY: env is live; a null resource makes napi create one.
+    unsafe {
+      sys::napi_async_init(
+        js.env,
+        ptr::null_mut(),
+        js.string("mcp-native:stdout"),
+        &mut context,
+      )
+    };
+    let poller = Rc::new(Poller {
+      uv,
+      env: js.env,
+      handle,
+      layout,
+      reading: RefCell::new(Some(Reading {
+        reader,
+        side: side.clone(),
+      })),
+      context: Cell::new(context),
+      closing: Cell::new(false),
+      in_callback: Cell::new(false),
+    });
+    // libuv holds one strong count until the close callback gives it back.
+    let data = Rc::into_raw(poller.clone()).cast_mut().cast::<c_void>();
+    // SAFETY: handle was initialised by uv_poll_init above; the callbacks match libuv's
+    // signatures; the handle does not keep the host alive (pending promises do).
+    unsafe {
+      (uv.set_data)(handle, data);
+      (uv.unref)(handle);
+      (uv.poll_start)(handle, UV_READABLE, on_readable);
+      sys::napi_add_env_cleanup_hook(js.env, Some(on_teardown), data);
+    }
+    Ok(poller)
+  }
+
+  /// Stops watching; the descriptor closes in the close callback. Idempotent.
+  fn stop(&self) {
+    if self.closing.replace(true) {
+      return;
+    }
+    let data = (self as *const Poller).cast_mut().cast::<c_void>();
+    // SAFETY: the handle is live (not closed yet: `closing` was false); env is this
+    // thread's; the hook was registered with exactly this function and data.
+    unsafe {
+      (self.uv.poll_stop)(self.handle);
+      (self.uv.close)(self.handle, on_closed);
+      sys::napi_remove_env_cleanup_hook(self.env, Some(on_teardown), data);
+    }
+    if !self.in_callback.get() {
+      self.destroy_context();
+    }
+  }
+
+  fn destroy_context(&self) {
+    let context = self.context.replace(ptr::null_mut());
+    if !context.is_null() {
+      // SAFETY: created by napi_async_init on this env; destroyed once (nulled above).
+      unsafe { sys::napi_async_destroy(self.env, context) };
+    }
+  }
+
+  /// The descriptor is readable (or in error: the read reports it).
+  fn readable(&self) {
+    let js = Js::new(self.env);
+    let mut handle_scope = ptr::null_mut();
+    let mut callback_scope = ptr::null_mut();
+    self.in_callback.set(true);
+    // SAFETY: a libuv callback on the JS thread, outside any other scope: open a handle
+    // scope for the values made here and a callback scope, whose close runs the microtasks
+    // (promise continuations) the deliveries queue, as a threadsafe function's call would.
+    unsafe {
+      sys::napi_open_handle_scope(self.env, &mut handle_scope);
+      // Node ignores the resource argument: the async context carries it.
+      sys::napi_open_callback_scope(
+        self.env,
+        ptr::null_mut(),
+        self.context.get(),
+        &mut callback_scope,
+      );
+    }
+    let (readiness, side) = {
+      let mut reading = self.reading.borrow_mut();
+      match reading.as_mut() {
+        Some(Reading { reader, side }) => {
+          let side = side.clone();
+          let pump = side.borrow().sink();
+          let readiness = pump::collecting(&pump, || executor::in_runtime(|| reader.read_ready()));
+          (readiness, Some(side))
+        }
+        None => (Readiness::Ended, None),
+      }
+    };
+    if let Some(side) = side {
+      pump::deliver_now(js, &side);
+    }
+    if readiness == Readiness::Ended {
+      self.stop();
+    }
+    // SAFETY: the scopes opened above, closed in reverse order.
+    unsafe {
+      sys::napi_close_callback_scope(self.env, callback_scope);
+      sys::napi_close_handle_scope(self.env, handle_scope);
+    }
+    self.in_callback.set(false);
+    if self.closing.get() {
+      self.destroy_context();
+    }
+  }
+}
+
+impl Drop for Poller {
+  fn drop(&mut self) {
+    // SAFETY: allocated in `start` with this layout; the close callback has run (libuv's
+    // count kept the poller alive until then), so libuv no longer uses the memory.
+    unsafe { std::alloc::dealloc(self.handle.cast(), self.layout) };
+  }
+}
+
+unsafe extern "C" fn on_readable(handle: *mut c_void, _status: c_int, _events: c_int) {
+  let Some(uv) = uv() else { return };
+  // SAFETY: the data is the Rc<Poller> raw pointer set in `start`, alive until on_closed.
+  let poller = unsafe { &*((uv.get_data)(handle) as *const Poller) };
+  let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poller.readable()));
+}
+
+unsafe extern "C" fn on_closed(handle: *mut c_void) {
+  let Some(uv) = uv() else { return };
+  // SAFETY: gives back the strong count handed to libuv in `start`; libuv is done with the
+  // handle now.
+  let poller = unsafe { Rc::from_raw((uv.get_data)(handle) as *const Poller) };
+  // The reader (its descriptor) and the transport's side go with the handle.
+  let reading = poller.reading.borrow_mut().take();
+  drop(reading);
+}
+
+/// The env is going away (a worker ends): its loop must not keep our handle.
+unsafe extern "C" fn on_teardown(data: *mut c_void) {
+  // SAFETY: data is the poller pointer registered in `start`, alive until on_closed, which
+  // cannot have run yet: `stop` removes this hook before the close is requested.
+  let poller = unsafe { &*(data as *const Poller) };
+  poller.stop();
+}
