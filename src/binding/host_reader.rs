@@ -1,19 +1,24 @@
-//! Reads a stdio server's stdout on the JS thread's own event loop (a libuv poll handle),
-//! where the host exports libuv (Node). An answer then wakes the JS thread straight from
-//! the pipe, as a hand-written client's `child.stdout.on("data")` would, instead of waking
-//! a runtime thread that then wakes the JS thread (two cold wake-ups per answer on an idle
-//! machine). Bun has no `uv_poll_*`, so there the runtime reads.
+//! Reads a stdio server's stdout on the JS thread's own event loop. An answer then wakes
+//! the JS thread straight from the pipe, as a hand-written client's
+//! `child.stdout.on("data")` would, instead of waking a runtime thread that then wakes the
+//! JS thread (two cold wake-ups per answer on an idle machine).
+//!
+//! Under Node a libuv poll handle watches the descriptor and we read it ourselves. Bun has
+//! no `uv_poll_*` (calling it aborts the process), so there Bun's own reader reads it
+//! (`Bun.file(fd).stream()`, which leaves the descriptor to us) and we take its chunks.
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::rc::Rc;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use napi::sys;
 
 use super::executor;
-use super::js::Js;
-use super::pump::{self, Shared};
+use super::host::call_method;
+use super::js::{Held, Js, Thrown, Value};
+use super::pump::{self, HostReaderHooks, Shared};
 use crate::transport::stdio::{HostReader, Readiness, StdoutReader};
 
 /// `UV_POLL` in libuv's `uv_handle_type`, `UV_READABLE` in `uv_poll_event` (stable ABI).
@@ -71,49 +76,314 @@ fn uv() -> Option<&'static Uv> {
   .as_ref()
 }
 
-/// Whether this host's loop can watch descriptors: Node, not Bun (whose `uv_poll_init`
-/// aborts the process).
-fn host_has_libuv(js: Js) -> bool {
+/// Whether the host is Bun.
+pub fn is_bun(js: Js) -> bool {
+  matches!(runtime(js), Runtime::Bun)
+}
+
+#[derive(Clone, Copy)]
+enum Runtime {
+  Node,
+  Bun,
+}
+
+fn runtime(js: Js) -> Runtime {
   static IS_BUN: OnceLock<bool> = OnceLock::new();
   let is_bun = *IS_BUN.get_or_init(|| {
     js.get(js.global(), "process")
       .and_then(|process| js.get(process, "versions"))
       .is_ok_and(|versions| js.has(versions, "bun"))
   });
-  !is_bun && uv().is_some()
+  if is_bun {
+    Runtime::Bun
+  } else {
+    Runtime::Node
+  }
 }
 
 /// Offers the JS thread's loop to a stdio transport being spawned.
 pub struct LoopReader {
   js: Js,
   side: Shared,
+  runtime: Runtime,
 }
 
 impl LoopReader {
-  /// `None` where the host has no usable libuv.
+  /// `None` where the host's loop cannot read for us (a Node without libuv's exports).
   pub fn new(js: Js, side: &Shared) -> Option<Self> {
-    host_has_libuv(js).then(|| LoopReader {
+    let runtime = runtime(js);
+    let usable = match runtime {
+      Runtime::Node => uv().is_some(),
+      Runtime::Bun => true,
+    };
+    usable.then(|| LoopReader {
       js,
       side: side.clone(),
+      runtime,
     })
   }
 }
 
 impl HostReader for LoopReader {
   fn start(&self, reader: Box<StdoutReader>) -> Result<(), Box<StdoutReader>> {
-    match Poller::start(self.js, &self.side, reader) {
-      Ok(poller) => {
-        let stop = Rc::downgrade(&poller);
-        self.side.borrow_mut().set_host_reader(Box::new(move || {
-          if let Some(poller) = stop.upgrade() {
-            poller.stop();
-          }
-        }));
-        Ok(())
+    let hooks = match self.runtime {
+      Runtime::Node => {
+        let poller = Rc::downgrade(&Poller::start(self.js, &self.side, reader)?);
+        HostReaderHooks {
+          stop: Box::new(move || {
+            if let Some(poller) = poller.upgrade() {
+              poller.stop();
+            }
+          }),
+          busy: None,
+        }
       }
-      Err(reader) => Err(reader),
+      Runtime::Bun => {
+        let bun = BunReader::start(self.js, &self.side, reader)?;
+        let weak = Rc::downgrade(&bun);
+        HostReaderHooks {
+          stop: Box::new(move || bun.stop()),
+          busy: Some(Box::new(move |busy| {
+            if let Some(bun) = weak.upgrade() {
+              bun.set_busy(busy);
+            }
+          })),
+        }
+      }
+    };
+    self.side.borrow_mut().set_host_reader(hooks);
+    Ok(())
+  }
+}
+
+/// How long a Bun transport stays idle (no request pending) before Bun's stream lets go of
+/// its descriptor: the stream keeps Bun alive and has no `unref`, so an idle transport
+/// would otherwise keep a finished script running.
+const BUN_IDLE: Duration = Duration::from_millis(50);
+
+/// Reads a transport's stdout through Bun's stream reader (`Bun.file(fd).stream()`, which
+/// leaves the descriptor open for us) while the transport is busy, and for `BUN_IDLE`
+/// after. Idle longer, the stream is cancelled and a runtime task only waits for the pipe
+/// to become readable (it keeps nothing alive); a notification then starts a stream again.
+struct BunReader {
+  js: Js,
+  side: Shared,
+  /// The reader while no stream task holds it.
+  parked: RefCell<Option<Box<StdoutReader>>>,
+  /// The stream being read, while one is.
+  stream: RefCell<Option<Held>>,
+  /// The stream was cancelled by us: its end is no end of input.
+  cancelling: Cell<bool>,
+  busy: Cell<bool>,
+  idle_since: Cell<Instant>,
+  timer_armed: Cell<bool>,
+  watcher: RefCell<Option<tokio::task::AbortHandle>>,
+  closed: Cell<bool>,
+}
+
+impl BunReader {
+  fn start(
+    js: Js,
+    side: &Shared,
+    reader: Box<StdoutReader>,
+  ) -> Result<Rc<Self>, Box<StdoutReader>> {
+    let Ok(stream) = bun_stream_reader(js, reader.fd()) else {
+      return Err(reader);
+    };
+    let bun = Rc::new(BunReader {
+      js,
+      side: side.clone(),
+      parked: RefCell::new(None),
+      stream: RefCell::new(None),
+      cancelling: Cell::new(false),
+      busy: Cell::new(false),
+      idle_since: Cell::new(Instant::now()),
+      timer_armed: Cell::new(false),
+      watcher: RefCell::new(None),
+      closed: Cell::new(false),
+    });
+    bun.read_stream(stream, reader);
+    bun.arm_idle_timer();
+    Ok(bun)
+  }
+
+  /// Reads `stream` in a task on the JS thread until it ends.
+  fn read_stream(self: &Rc<Self>, stream: Value, mut reader: Box<StdoutReader>) {
+    let js = self.js;
+    let stream = Held::new(js, stream);
+    *self.stream.borrow_mut() = Some(stream.clone());
+    let me = self.clone();
+    executor::spawn(js, async move {
+      loop {
+        let read = match call_method(js, stream.get(js), "read", &[]) {
+          Ok(read) => executor::settled(js, read),
+          Err(Thrown(error)) => Box::pin(std::future::ready(Err(Held::new(js, error)))),
+        };
+        let outcome = read.await;
+        let chunk = match &outcome {
+          Ok(result) => {
+            let result = result.get(js);
+            let done = js.get(result, "done").map_or(true, |done| js.truthy(done));
+            (!done).then(|| js.get(result, "value").unwrap_or_else(|_| js.undefined()))
+          }
+          Err(_) => None,
+        };
+        if chunk.is_none() && me.cancelling.replace(false) {
+          // Our own cancel: the pipe is still open; park the reader (or, closed, drop it).
+          *me.stream.borrow_mut() = None;
+          if me.closed.get() {
+            return;
+          }
+          *me.parked.borrow_mut() = Some(reader);
+          if me.busy.get() {
+            me.resume();
+          } else {
+            me.watch();
+          }
+          return;
+        }
+        let pump = me.side.borrow().sink();
+        pump::collecting(&pump, || {
+          executor::in_runtime(|| match (chunk, &outcome) {
+            (Some(chunk), _) => {
+              js.with_bytes(chunk, |bytes| reader.feed(bytes));
+            }
+            (None, Err(error)) => {
+              let message = js.error_message(error.get(js));
+              reader.end(Some(std::io::Error::other(message)));
+            }
+            (None, Ok(_)) => reader.end(None),
+          })
+        });
+        pump::deliver_now(js, &me.side);
+        if chunk.is_none() {
+          // End of input: the descriptor closes with the reader.
+          *me.stream.borrow_mut() = None;
+          return;
+        }
+      }
+    });
+  }
+
+  /// Starts a stream for the parked reader, if there is one.
+  fn resume(self: &Rc<Self>) {
+    if self.closed.get() || self.stream.borrow().is_some() {
+      return;
+    }
+    if let Some(watcher) = self.watcher.borrow_mut().take() {
+      watcher.abort();
+    }
+    let Some(reader) = self.parked.borrow_mut().take() else {
+      return;
+    };
+    match bun_stream_reader(self.js, reader.fd()) {
+      Ok(stream) => self.read_stream(stream, reader),
+      Err(_) => match crate::runtime::handle() {
+        Some(runtime) => crate::transport::stdio::read_on(&runtime, reader),
+        // Dropped unread: to the supervisor, the end of stdout.
+        None => drop(reader),
+      },
+    }
+    if !self.busy.get() {
+      self.arm_idle_timer();
     }
   }
+
+  /// Waits, on the runtime, for the parked reader's pipe to become readable.
+  fn watch(self: &Rc<Self>) {
+    if self.closed.get() {
+      return;
+    }
+    let Some(fd) = self.parked.borrow().as_ref().map(|reader| reader.fd()) else {
+      return;
+    };
+    let Some(runtime) = crate::runtime::handle() else {
+      return self.resume();
+    };
+    let ready = runtime.spawn(crate::transport::stdio::readable(fd));
+    *self.watcher.borrow_mut() = Some(ready.abort_handle());
+    let me = self.clone();
+    executor::spawn(self.js, async move {
+      // Aborted when a stream started meanwhile; resuming is then a no-op.
+      let _ = ready.await;
+      me.resume();
+    });
+  }
+
+  fn set_busy(self: &Rc<Self>, busy: bool) {
+    self.busy.set(busy);
+    if busy {
+      self.resume();
+    } else {
+      self.idle_since.set(Instant::now());
+      self.arm_idle_timer();
+    }
+  }
+
+  /// One unreferenced timer at a time checks whether the transport has been idle long
+  /// enough to let the stream go.
+  fn arm_idle_timer(self: &Rc<Self>) {
+    if self.closed.get() || self.timer_armed.replace(true) {
+      return;
+    }
+    let js = self.js;
+    let left = BUN_IDLE.saturating_sub(self.idle_since.get().elapsed());
+    let me = self.clone();
+    let armed = (|| {
+      let set_timeout = pump::timer_function(js, "setTimeout")?;
+      let check = js
+        .closure("mcpNativeIdle", move |js, _| {
+          me.timer_armed.set(false);
+          me.idle_check();
+          Ok(js.undefined())
+        })
+        .ok()?;
+      let delay = js.number(left.as_secs_f64() * 1000.0 + 1.0);
+      let timer = js.call(set_timeout, js.undefined(), &[check, delay]).ok()?;
+      call_method(js, timer, "unref", &[]).ok()
+    })();
+    if armed.is_none() {
+      self.timer_armed.set(false);
+    }
+  }
+
+  fn idle_check(self: &Rc<Self>) {
+    if self.closed.get() || self.busy.get() {
+      return;
+    }
+    if self.idle_since.get().elapsed() < BUN_IDLE {
+      return self.arm_idle_timer();
+    }
+    self.cancel_stream();
+  }
+
+  fn cancel_stream(&self) {
+    let stream = self.stream.borrow().clone();
+    if let Some(stream) = stream {
+      self.cancelling.set(true);
+      let _ = call_method(self.js, stream.get(self.js), "cancel", &[]);
+    }
+  }
+
+  /// For good: the transport closed.
+  fn stop(&self) {
+    if self.closed.replace(true) {
+      return;
+    }
+    if let Some(watcher) = self.watcher.borrow_mut().take() {
+      watcher.abort();
+    }
+    self.cancel_stream();
+    drop(self.parked.borrow_mut().take());
+  }
+}
+
+/// `Bun.file(fd).stream().getReader()`.
+fn bun_stream_reader(js: Js, fd: i32) -> Result<Value, Thrown> {
+  let bun = js.get(js.global(), "Bun")?;
+  let file = call_method(js, bun, "file", &[js.number(f64::from(fd))])?;
+  let stream = call_method(js, file, "stream", &[])?;
+  call_method(js, stream, "getReader", &[])
 }
 
 /// What the poll handle reads for, released by its close callback.

@@ -401,6 +401,39 @@ impl Js {
     Ok(result)
   }
 
+  /// Runs `read` on the bytes a typed array (a `Uint8Array`, a `Buffer`) views; `None` if
+  /// `value` is not one.
+  pub fn with_bytes<T>(&self, value: Value, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    let mut kind = 0;
+    let mut length = 0;
+    let mut data = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0;
+    // SAFETY: value is a value of the current scope; the out-pointers are valid locals.
+    let status = unsafe {
+      sys::napi_get_typedarray_info(
+        self.env,
+        value,
+        &mut kind,
+        &mut length,
+        &mut data,
+        &mut buffer,
+        &mut offset,
+      )
+    };
+    if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint8_array {
+      return None;
+    }
+    if data.is_null() || length == 0 {
+      return Some(read(&[]));
+    }
+    // SAFETY: a Uint8Array's data (already past its byte offset) holds `length` bytes, and
+    // stays valid while `value` is alive: for the whole call.
+    Some(read(unsafe {
+      std::slice::from_raw_parts(data.cast::<u8>(), length)
+    }))
+  }
+
   /// `JSON` and one of its methods; the originals are looked up once per thread (a hot
   /// path: every result and notification goes through them).
   fn json_method(&self, name: &str) -> Result<(Value, Value), Thrown> {

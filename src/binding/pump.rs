@@ -92,6 +92,15 @@ struct PendingJs {
   background: bool,
 }
 
+/// How the transport drives its host-loop reader.
+pub struct HostReaderHooks {
+  /// Stops reading for good (the transport closed or is collected).
+  pub stop: Box<dyn FnOnce()>,
+  /// Told whether the transport keeps the host alive (requests pending) each time that
+  /// changes: a reader that itself keeps the host alive reads only while it should.
+  pub busy: Option<Box<dyn Fn(bool)>>,
+}
+
 /// JS-assignable callbacks (T1): the last assigned value is the one called.
 #[derive(Default)]
 pub struct Callbacks {
@@ -164,8 +173,8 @@ pub struct JsSide {
   backlog: std::collections::VecDeque<Event>,
   /// A setImmediate for the next delivery turn is pending.
   turn_scheduled: bool,
-  /// Stops the host-loop reader of stdout (`host_reader`), if one reads for this transport.
-  stop_host_reader: Option<Box<dyn FnOnce()>>,
+  /// The host-loop reader of stdout (`host_reader`), if one reads for this transport.
+  host_reader: Option<HostReaderHooks>,
   /// O1: `config.oauth`, whose `redirect` and `store` the OAuth flow calls.
   auth: Option<sys::napi_ref>,
   /// A9: the config's `timeout`, as the timeout resolver is given it.
@@ -196,7 +205,7 @@ impl JsSide {
       connection: None,
       backlog: std::collections::VecDeque::new(),
       turn_scheduled: false,
-      stop_host_reader: None,
+      host_reader: None,
       auth: None,
       timeout_input: None,
       session: None,
@@ -268,6 +277,13 @@ impl JsSide {
     if let Some(tsfn) = &self.tsfn {
       tsfn.keep_alive(Js::new(self.env), wanted);
     }
+    if let Some(busy) = self
+      .host_reader
+      .as_ref()
+      .and_then(|hooks| hooks.busy.as_ref())
+    {
+      busy(wanted);
+    }
   }
 
   pub fn add_pending(&mut self, ticket: u64, deferred: sys::napi_deferred) {
@@ -307,13 +323,13 @@ impl JsSide {
     }
   }
 
-  pub fn set_host_reader(&mut self, stop: Box<dyn FnOnce()>) {
-    self.stop_host_reader = Some(stop);
+  pub fn set_host_reader(&mut self, hooks: HostReaderHooks) {
+    self.host_reader = Some(hooks);
   }
 
   fn stop_host_reader(&mut self) {
-    if let Some(stop) = self.stop_host_reader.take() {
-      stop();
+    if let Some(hooks) = self.host_reader.take() {
+      (hooks.stop)();
     }
   }
 
@@ -504,23 +520,7 @@ fn deliver_turn(js: Js, side: &Shared) {
 /// (the `timers` module's, which fake timers in test runners leave alone), else the
 /// global one.
 fn schedule_turn(js: Js, side: &Shared) -> bool {
-  let set_immediate = (|| {
-    let process = js.get(js.global(), "process").ok()?;
-    let get_builtin = js
-      .get(process, "getBuiltinModule")
-      .ok()
-      .filter(|f| js.is_function(*f))?;
-    let timers = js.call(get_builtin, process, &[js.string("timers")]).ok()?;
-    js.get(timers, "setImmediate")
-      .ok()
-      .filter(|f| js.is_function(*f))
-  })()
-  .or_else(|| {
-    js.get(js.global(), "setImmediate")
-      .ok()
-      .filter(|f| js.is_function(*f))
-  });
-  let Some(set_immediate) = set_immediate else {
+  let Some(set_immediate) = timer_function(js, "setImmediate") else {
     return false;
   };
   let next = side.clone();
@@ -536,6 +536,25 @@ fn schedule_turn(js: Js, side: &Shared) -> bool {
   }
   side.borrow_mut().turn_scheduled = true;
   true
+}
+
+/// `name` (`setImmediate`, `setTimeout`) of Node's own `timers` module, which fake timers in
+/// test runners leave alone, else the global one.
+pub fn timer_function(js: Js, name: &str) -> Option<Value> {
+  (|| {
+    let process = js.get(js.global(), "process").ok()?;
+    let get_builtin = js
+      .get(process, "getBuiltinModule")
+      .ok()
+      .filter(|f| js.is_function(*f))?;
+    let timers = js.call(get_builtin, process, &[js.string("timers")]).ok()?;
+    js.get(timers, name).ok().filter(|f| js.is_function(*f))
+  })()
+  .or_else(|| {
+    js.get(js.global(), name)
+      .ok()
+      .filter(|f| js.is_function(*f))
+  })
 }
 
 fn deliver_chunk(js: Js, side: &Shared, events: Vec<Event>) {

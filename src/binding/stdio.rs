@@ -46,6 +46,7 @@ impl StartableClass for JsStdioTransport {
       return Ok(());
     }
     let handle = runtime_handle(js)?;
+    install_bun_exit_hooks(js);
     let sink = self.side.borrow().sink();
     let host_reader = LoopReader::new(js, &self.side);
     let host_reader = host_reader.as_ref().map(|r| r as &dyn HostReader);
@@ -56,6 +57,25 @@ impl StartableClass for JsStdioTransport {
     self.transport = Some(transport);
     Ok(())
   }
+}
+
+/// S8 under Bun, whose exit runs no `atexit` handlers: the servers are stopped from the
+/// env's cleanup hook (a script that ends) and from `process.on("exit")` (`process.exit()`).
+fn install_bun_exit_hooks(js: Js) {
+  static INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+  if !super::host_reader::is_bun(js) || INSTALLED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+    return;
+  }
+  js.on_teardown(crate::transport::process_group::terminate_all);
+  let listen = || -> Result<(), Thrown> {
+    let process = js.get(js.global(), "process")?;
+    let stop = js.closure("mcpNativeStopServers", |js, _| {
+      crate::transport::process_group::terminate_all();
+      Ok(js.undefined())
+    })?;
+    super::host::call_method(js, process, "on", &[js.string("exit"), stop]).map(|_| ())
+  };
+  let _ = listen();
 }
 
 impl JsStdioTransport {

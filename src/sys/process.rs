@@ -67,6 +67,17 @@ pub fn read_into(fd: RawFd, buffer: &mut bytes::BytesMut, size: usize) -> std::i
   Ok(n)
 }
 
+/// A second descriptor for what `fd` refers to (close-on-exec).
+pub fn duplicate(fd: RawFd) -> std::io::Result<std::os::fd::OwnedFd> {
+  // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor and touches no memory.
+  let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+  if copy < 0 {
+    return Err(std::io::Error::last_os_error());
+  }
+  // SAFETY: `copy` was just created and nothing else owns it.
+  Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(copy) })
+}
+
 /// Puts `fd` in non-blocking mode.
 pub fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
   // SAFETY: fcntl on a descriptor the caller owns; no memory is involved.

@@ -141,6 +141,24 @@ impl StdoutReader {
   }
 }
 
+impl StdoutReader {
+  /// Bytes the host read from the descriptor itself (a runtime whose loop reads pipes but
+  /// cannot watch a descriptor for us).
+  pub fn feed(&mut self, bytes: &[u8]) {
+    if self.frames.ended.is_some() {
+      self.frames.framer.buffer.extend_from_slice(bytes);
+      self.frames.received();
+    }
+  }
+
+  /// The host's reading ended: at end of input (`None`) or with its error.
+  pub fn end(&mut self, error: Option<io::Error>) {
+    if self.frames.ended.is_some() {
+      self.frames.end(error);
+    }
+  }
+}
+
 impl StdoutFrames {
   /// Hands the complete frames of the latest read to the session.
   fn received(&mut self) {
@@ -173,6 +191,20 @@ impl StdoutFrames {
     }
     Readiness::Ended
   }
+}
+
+/// Resolves once the reader's pipe has something to read (or is closed), without reading
+/// it: a host that reads the pipe itself only while busy learns when to read again.
+pub async fn readable(fd: RawFd) -> io::Result<()> {
+  let copy = crate::sys::process::duplicate(fd)?;
+  tokio::net::unix::pipe::Receiver::from_owned_fd(copy)?
+    .readable()
+    .await
+}
+
+/// Reads on the runtime from now on (a host reader that can no longer read).
+pub fn read_on(runtime: &Handle, reader: Box<StdoutReader>) {
+  runtime.spawn(read_on_runtime(reader));
 }
 
 /// The reader driven by the runtime's reactor.

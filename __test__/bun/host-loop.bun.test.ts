@@ -1,0 +1,63 @@
+// Under Bun, a stdio server's stdout is read by Bun's own stream reader while the transport
+// is busy (and shortly after), and only watched from a runtime thread while it is idle.
+// What must hold whichever reads: a finished script exits with transports open (S8, its
+// servers stop), an idle transport still hears its server, and answers stay in order.
+import { expect, test } from "bun:test";
+import { fileURLToPath } from "node:url";
+import { alive, cleanupsAfterEach, native, sleep, waitFor } from "./support";
+
+const cleanups = cleanupsAfterEach();
+const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+const server = fixture("stdio-server.mjs");
+
+async function open() {
+  const t: any = await native.createStdioTransport({ command: process.execPath, args: [server] });
+  cleanups.push(() => t.close());
+  return t;
+}
+
+test("S8: a finished Bun script exits with a transport still open, and its servers stop", async () => {
+  const started = Date.now();
+  const proc = Bun.spawn([process.execPath, fixture("exit-host.mjs"), "exit"], { stdout: "pipe", stderr: "inherit" });
+  const code = await proc.exited;
+  const { server: serverPid, grandchild } = JSON.parse((await new Response(proc.stdout).text()).trim());
+  expect(code).toBe(0);
+  expect(Date.now() - started).toBeLessThan(5000);
+  expect(await waitFor(() => !alive(serverPid) && !alive(grandchild), 5000)).toBe(true);
+});
+
+test("T2: an idle transport still gets the notifications its server sends later", async () => {
+  const t = await open();
+  const seen: string[] = [];
+  t.onNotification = (_method: string, params: any) => seen.push(params.data);
+  await t.request("tools/call", { name: "notify_later", arguments: { ms: 300, count: 3 } });
+  // Idle for longer than the stream is kept: the runtime watches the pipe meanwhile.
+  expect(await waitFor(() => seen.length === 3, 3000)).toBe(true);
+  expect(seen).toEqual(["later0", "later1", "later2"]);
+  await sleep(150);
+  const again = await t.request("tools/call", { name: "echo", arguments: { text: "after idle" } });
+  expect(again.content[0].text).toBe("after idle");
+});
+
+test("T3: 2000 calls in flight answer in order while a timer still runs between them", async () => {
+  const t = await open();
+  const order: string[] = [];
+  setTimeout(() => order.push("timer"), 0);
+  await Promise.all(
+    Array.from({ length: 2000 }, (_, i) =>
+      t.request("tools/call", { name: "echo", arguments: { text: String(i) } }).then((r: any) => order.push(r.content[0].text)),
+    ),
+  );
+  expect(order.filter((x) => x !== "timer")).toEqual(Array.from({ length: 2000 }, (_, i) => String(i)));
+  expect(order.indexOf("timer")).toBeGreaterThan(-1);
+});
+
+test("S4: a server that exits while the transport is idle is noticed (onClose)", async () => {
+  const t = await open();
+  const closed = new Promise<void>((resolve) => (t.onClose = resolve));
+  await t.request("tools/call", { name: "echo", arguments: { text: "x" } });
+  await sleep(150);
+  process.kill(t.pid, "SIGKILL");
+  await closed;
+  expect(t.connected).toBe(false);
+});
