@@ -48,6 +48,21 @@ describe("stdout read on the host loop", () => {
     expect(order.indexOf("timer")).toBeLessThan(order.length - 1);
   });
 
+  it("S2: long lines (received on a runtime thread) arrive whole, interleaved with short answers", async () => {
+    const t = await connect();
+    const calls = [20_000_000, 0, 3_000_000, 0, 300_000, 150_000, 0].map((bytes, i) =>
+      bytes
+        ? t.request("tools/call", { name: "big", arguments: { bytes } }).then((r: any) => r.content[0].text.length)
+        : t.request("tools/call", { name: "echo", arguments: { text: `short${i}` } }).then((r: any) => r.content[0].text),
+    );
+    expect(await Promise.all(calls)).toEqual([20_000_000, "short1", 3_000_000, "short3", 300_000, 150_000, "short6"]);
+    const seen: string[] = [];
+    t.onNotification = (_m: string, params: any) => seen.push(params.pad ? `huge:${params.pad.length}` : "other");
+    const after = await t.request("tools/call", { name: "huge_line_then_ok", arguments: { bytes: 2_000_000 } });
+    expect(after.content[0].text).toBe("still alive");
+    expect(seen).toEqual(["huge:2000000"]);
+  });
+
   it("S4: two transports read side by side; closing one leaves the other answering", async () => {
     const a = await connect();
     const b = await connect();

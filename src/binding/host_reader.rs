@@ -10,9 +10,11 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::rc::Rc;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::future::{Either, LocalBoxFuture};
+use futures::FutureExt;
 use napi::sys;
 
 use super::executor;
@@ -156,10 +158,133 @@ impl HostReader for LoopReader {
   }
 }
 
+/// Where a Bun transport's reader is: here on the JS thread, or on the runtime receiving
+/// the rest of a long line through a channel (with a pool of buffers, kept warm, for it).
+enum Feed {
+  Here(Box<StdoutReader>),
+  Away(Away),
+  /// The runtime task failed: the reader is gone (to the supervisor, the end of stdout).
+  Lost,
+}
+
+struct Away {
+  chunks: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+  pool: Arc<Mutex<Vec<Vec<u8>>>>,
+  back: LocalBoxFuture<'static, Option<Returned>>,
+}
+
+/// The reader back from the runtime, with the chunks it did not take (sent after the line
+/// ended), which are the JS thread's to feed, in order.
+type Returned = (
+  Box<StdoutReader>,
+  tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+);
+
+/// Buffers kept for a long line's chunks: enough to cover the runtime's lag behind Bun.
+const POOLED_BUFFERS: usize = 8;
+
+impl Feed {
+  fn away(js: Js, reader: Box<StdoutReader>) -> Feed {
+    let (chunks, mut received) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let pool = Arc::new(Mutex::new(Vec::new()));
+    let recycled = pool.clone();
+    let back = executor::on_runtime(js, async move {
+      let mut reader = reader;
+      while reader.in_long_line() {
+        let Some(mut bytes) = received.recv().await else {
+          break;
+        };
+        reader.feed(&bytes);
+        bytes.clear();
+        let mut pool = recycled.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < POOLED_BUFFERS {
+          pool.push(bytes);
+        }
+      }
+      (reader, received)
+    });
+    Feed::Away(Away { chunks, pool, back })
+  }
+
+  /// Passes bytes on to the runtime (a no-op here).
+  fn send(&self, bytes: &[u8]) {
+    if let Feed::Away(away) = self {
+      let spare = away
+        .pool
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .pop();
+      let mut buffer = spare.unwrap_or_default();
+      buffer.extend_from_slice(bytes);
+      let _ = away.chunks.send(buffer);
+    }
+  }
+
+  /// The reader, if the runtime already gave it back; else still away.
+  fn back_if_done(self, js: Js, side: &Shared) -> Feed {
+    match self {
+      Feed::Away(mut away) => match (&mut away.back).now_or_never() {
+        Some(returned) => Self::arrive(js, side, returned).map_or(Feed::Lost, Feed::Here),
+        None => Feed::Away(away),
+      },
+      other => other,
+    }
+  }
+
+  /// The reader, brought home: waits for the runtime to let go of it.
+  async fn home(self, js: Js, side: &Shared) -> Option<Box<StdoutReader>> {
+    match self {
+      Feed::Here(reader) => Some(reader),
+      Feed::Away(away) => {
+        drop(away.chunks);
+        Self::arrive(js, side, away.back.await)
+      }
+      Feed::Lost => None,
+    }
+  }
+
+  fn arrive(js: Js, side: &Shared, returned: Option<Returned>) -> Option<Box<StdoutReader>> {
+    let (mut reader, mut left) = returned?;
+    let pump = side.borrow().sink();
+    pump::collecting(&pump, || {
+      executor::in_runtime(|| {
+        while let Ok(bytes) = left.try_recv() {
+          reader.feed(&bytes);
+        }
+      })
+    });
+    pump::deliver_now(js, side);
+    Some(reader)
+  }
+}
+
 /// How long a Bun transport stays idle (no request pending) before Bun's stream lets go of
 /// its descriptor: the stream keeps Bun alive and has no `unref`, so an idle transport
 /// would otherwise keep a finished script running.
 const BUN_IDLE: Duration = Duration::from_millis(50);
+
+/// How much of a chunk from Bun is framed per loop turn: a slice's messages are handled in
+/// well under a millisecond.
+const BUN_SLICE_BYTES: usize = 16 * 1024;
+
+/// Resolves on the next event-loop turn (`setImmediate`), so the host's timers and I/O run.
+async fn next_turn(js: Js) {
+  let (sender, receiver) = futures::channel::oneshot::channel::<()>();
+  let sender = RefCell::new(Some(sender));
+  let scheduled = (|| {
+    let set_immediate = pump::timer_function(js, "setImmediate")?;
+    let wake = js
+      .closure("mcpNativeNextTurn", move |js, _| {
+        executor::complete(js, &sender, ());
+        Ok(js.undefined())
+      })
+      .ok()?;
+    js.call(set_immediate, js.undefined(), &[wake]).ok()
+  })();
+  if scheduled.is_some() {
+    let _ = receiver.await;
+  }
+}
 
 /// Reads a transport's stdout through Bun's stream reader (`Bun.file(fd).stream()`, which
 /// leaves the descriptor open for us) while the transport is busy, and for `BUN_IDLE`
@@ -208,18 +333,33 @@ impl BunReader {
   }
 
   /// Reads `stream` in a task on the JS thread until it ends.
-  fn read_stream(self: &Rc<Self>, stream: Value, mut reader: Box<StdoutReader>) {
+  fn read_stream(self: &Rc<Self>, stream: Value, reader: Box<StdoutReader>) {
     let js = self.js;
     let stream = Held::new(js, stream);
     *self.stream.borrow_mut() = Some(stream.clone());
     let me = self.clone();
     executor::spawn(js, async move {
+      let mut feed = Feed::Here(reader);
       loop {
-        let read = match call_method(js, stream.get(js), "read", &[]) {
+        let mut read = match call_method(js, stream.get(js), "read", &[]) {
           Ok(read) => executor::settled(js, read),
           Err(Thrown(error)) => Box::pin(std::future::ready(Err(Held::new(js, error)))),
         };
-        let outcome = read.await;
+        let outcome = loop {
+          // Away, the reader comes back as soon as the runtime is done with its line: the
+          // chunks it left (sent after the line ended) may hold answers waited for.
+          if let Feed::Away(away) = &mut feed {
+            match futures::future::select(read, &mut away.back).await {
+              Either::Left((outcome, _)) => break outcome,
+              Either::Right((returned, pending)) => {
+                feed = Feed::arrive(js, &me.side, returned).map_or(Feed::Lost, Feed::Here);
+                read = pending;
+                continue;
+              }
+            }
+          }
+          break read.await;
+        };
         let chunk = match &outcome {
           Ok(result) => {
             let result = result.get(js);
@@ -228,41 +368,84 @@ impl BunReader {
           }
           Err(_) => None,
         };
-        if chunk.is_none() && me.cancelling.replace(false) {
-          // Our own cancel: the pipe is still open; park the reader (or, closed, drop it).
-          *me.stream.borrow_mut() = None;
-          if me.closed.get() {
+        let Some(chunk) = chunk else {
+          // The stream is over: the reader comes home first, whatever it was doing.
+          let Some(mut reader) = feed.home(js, &me.side).await else {
+            return;
+          };
+          if me.cancelling.replace(false) {
+            // Our own cancel: the pipe is still open; park the reader (or, closed, drop it).
+            *me.stream.borrow_mut() = None;
+            if me.closed.get() {
+              return;
+            }
+            *me.parked.borrow_mut() = Some(reader);
+            if me.busy.get() {
+              me.resume();
+            } else {
+              me.watch();
+            }
             return;
           }
-          *me.parked.borrow_mut() = Some(reader);
-          if me.busy.get() {
-            me.resume();
-          } else {
-            me.watch();
-          }
-          return;
-        }
-        let pump = me.side.borrow().sink();
-        pump::collecting(&pump, || {
-          executor::in_runtime(|| match (chunk, &outcome) {
-            (Some(chunk), _) => {
-              js.with_bytes(chunk, |bytes| reader.feed(bytes));
-            }
-            (None, Err(error)) => {
+          me.collect(|| match &outcome {
+            Err(error) => {
               let message = js.error_message(error.get(js));
               reader.end(Some(std::io::Error::other(message)));
             }
-            (None, Ok(_)) => reader.end(None),
-          })
-        });
-        pump::deliver_now(js, &me.side);
-        if chunk.is_none() {
+            Ok(_) => reader.end(None),
+          });
           // End of input: the descriptor closes with the reader.
           *me.stream.borrow_mut() = None;
           return;
-        }
+        };
+        let chunk = Held::new(js, chunk);
+        feed = me.take_chunk(feed, &chunk).await;
       }
     });
+  }
+
+  /// Runs `feed` (which hands the session what it completes) and delivers it.
+  fn collect<T>(&self, feed: impl FnOnce() -> T) -> T {
+    let pump = self.side.borrow().sink();
+    let result = pump::collecting(&pump, || executor::in_runtime(feed));
+    pump::deliver_now(self.js, &self.side);
+    result
+  }
+
+  /// One chunk from Bun. Its messages are handled a slice at a time, each slice in a loop
+  /// turn of its own (Bun hands over all it has read, a megabyte and more in a flood). Once
+  /// a long line begins, its bytes go to the runtime, which appends them to the line: the
+  /// fresh pages they fill are faulted in there, not on the JS thread.
+  async fn take_chunk(&self, feed: Feed, chunk: &Held) -> Feed {
+    let js = self.js;
+    let mut reader = match feed.back_if_done(js, &self.side) {
+      Feed::Here(reader) => reader,
+      Feed::Lost => return Feed::Lost,
+      away => {
+        js.with_bytes(chunk.get(js), |bytes| away.send(bytes));
+        return away;
+      }
+    };
+    let length = js.with_bytes(chunk.get(js), <[u8]>::len).unwrap_or(0);
+    let mut offset = 0;
+    while offset < length {
+      if reader.in_long_line() {
+        let away = Feed::away(js, reader);
+        js.with_bytes(chunk.get(js), |bytes| away.send(&bytes[offset..]));
+        return away;
+      }
+      let step = BUN_SLICE_BYTES.min(length - offset);
+      self.collect(|| {
+        js.with_bytes(chunk.get(js), |bytes| {
+          reader.feed(&bytes[offset..offset + step])
+        })
+      });
+      offset += step;
+      if offset < length && !reader.in_long_line() {
+        next_turn(js).await;
+      }
+    }
+    Feed::Here(reader)
   }
 
   /// Starts a stream for the parked reader, if there is one.
@@ -388,7 +571,8 @@ fn bun_stream_reader(js: Js, fd: i32) -> Result<Value, Thrown> {
 
 /// What the poll handle reads for, released by its close callback.
 struct Reading {
-  reader: Box<StdoutReader>,
+  /// `None` while the runtime receives a long line for us.
+  reader: Option<Box<StdoutReader>>,
   side: Shared,
 }
 
@@ -451,7 +635,7 @@ impl Poller {
       handle,
       layout,
       reading: RefCell::new(Some(Reading {
-        reader,
+        reader: Some(reader),
         side: side.clone(),
       })),
       context: Cell::new(context),
@@ -498,7 +682,7 @@ impl Poller {
   }
 
   /// The descriptor is readable (or in error: the read reports it).
-  fn readable(&self) {
+  fn readable(self: &Rc<Self>) {
     let js = Js::new(self.env);
     let mut handle_scope = ptr::null_mut();
     let mut callback_scope = ptr::null_mut();
@@ -516,16 +700,19 @@ impl Poller {
         &mut callback_scope,
       );
     }
-    let (readiness, side) = {
+    let (readiness, side, long_line) = {
       let mut reading = self.reading.borrow_mut();
       match reading.as_mut() {
-        Some(Reading { reader, side }) => {
+        Some(Reading {
+          reader: Some(reader),
+          side,
+        }) => {
           let side = side.clone();
           let pump = side.borrow().sink();
           let readiness = pump::collecting(&pump, || executor::in_runtime(|| reader.read_ready()));
-          (readiness, Some(side))
+          (readiness, Some(side), reader.in_long_line())
         }
-        None => (Readiness::Ended, None),
+        _ => (Readiness::Ended, None, false),
       }
     };
     if let Some(side) = side {
@@ -533,6 +720,8 @@ impl Poller {
     }
     if readiness == Readiness::Ended {
       self.stop();
+    } else if long_line {
+      self.hand_over_long_line(js);
     }
     // SAFETY: the scopes opened above, closed in reverse order.
     unsafe {
@@ -542,6 +731,44 @@ impl Poller {
     self.in_callback.set(false);
     if self.closing.get() {
       self.destroy_context();
+    }
+  }
+}
+
+impl Poller {
+  /// A long line has begun: the runtime reads the rest of it (and gives the reader back),
+  /// so copying its megabytes and faulting in their fresh pages never blocks the JS thread.
+  fn hand_over_long_line(self: &Rc<Self>, js: Js) {
+    let reader = self
+      .reading
+      .borrow_mut()
+      .as_mut()
+      .and_then(|reading| reading.reader.take());
+    let Some(reader) = reader else { return };
+    // SAFETY: the handle is live (not closing: `readable` runs only before the close).
+    unsafe { (self.uv.poll_stop)(self.handle) };
+    let back = executor::on_runtime(js, crate::transport::stdio::read_long_line(reader));
+    let me = self.clone();
+    executor::spawn(js, async move {
+      let reader = back.await.flatten();
+      me.take_back(reader);
+    });
+  }
+
+  /// The runtime is done with a long line: watch the descriptor again, unless the stream
+  /// ended meanwhile or the poller is closing (the reader, and its descriptor, then go).
+  fn take_back(&self, reader: Option<Box<StdoutReader>>) {
+    let Some(reader) = reader else {
+      self.stop();
+      return;
+    };
+    if self.closing.get() {
+      return;
+    }
+    if let Some(reading) = self.reading.borrow_mut().as_mut() {
+      reading.reader = Some(reader);
+      // SAFETY: the handle is live (not closing) and was initialised in `start`.
+      unsafe { (self.uv.poll_start)(self.handle, UV_READABLE, on_readable) };
     }
   }
 }
@@ -556,8 +783,13 @@ impl Drop for Poller {
 
 unsafe extern "C" fn on_readable(handle: *mut c_void, _status: c_int, _events: c_int) {
   let Some(uv) = uv() else { return };
-  // SAFETY: the data is the Rc<Poller> raw pointer set in `start`, alive until on_closed.
-  let poller = unsafe { &*((uv.get_data)(handle) as *const Poller) };
+  let data = (uv.get_data)(handle) as *const Poller;
+  // SAFETY: the data is the Rc<Poller> raw pointer set in `start`, alive until on_closed:
+  // this takes one more count of it for the call.
+  let poller = unsafe {
+    Rc::increment_strong_count(data);
+    Rc::from_raw(data)
+  };
   let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poller.readable()));
 }
 

@@ -86,6 +86,15 @@ pub enum Readiness {
   Ended,
 }
 
+/// An incomplete line this long goes to the runtime (see `StdoutReader::in_long_line`):
+/// half the length at which it would move into a region, so the region's fresh pages are
+/// faulted in there too.
+const HANDOVER_BYTES: usize = crate::protocol::framing::LONG_LINE_BYTES / 2;
+
+fn receiving_long_line(framer: &LineFramer) -> bool {
+  framer.in_long_line() || framer.buffered_len() >= HANDOVER_BYTES
+}
+
 /// What one `read_ready` call reads between lines: about what a JS stream reads per
 /// `data` event, so a flood of small messages costs the host loop at most ~1 ms per call.
 const READ_BYTES: usize = 64 * 1024;
@@ -151,6 +160,12 @@ impl StdoutReader {
     }
   }
 
+  /// Whether a line long enough for the runtime to receive is coming in: a host reader
+  /// then hands it over (`read_long_line`), before the line moves into a region of its own.
+  pub fn in_long_line(&self) -> bool {
+    receiving_long_line(&self.frames.framer)
+  }
+
   /// The host's reading ended: at end of input (`None`) or with its error.
   pub fn end(&mut self, error: Option<io::Error>) {
     if self.frames.ended.is_some() {
@@ -204,32 +219,49 @@ pub async fn readable(fd: RawFd) -> io::Result<()> {
 
 /// Reads on the runtime from now on (a host reader that can no longer read).
 pub fn read_on(runtime: &Handle, reader: Box<StdoutReader>) {
-  runtime.spawn(read_on_runtime(reader));
+  runtime.spawn(async move {
+    read_on_runtime(reader, false).await;
+  });
 }
 
-/// The reader driven by the runtime's reactor.
-async fn read_on_runtime(reader: Box<StdoutReader>) {
+/// Reads on the runtime until the long line being received is complete, then gives the
+/// reader back (`None` once the stream ended). A host reader hands such lines over: the
+/// megabytes are copied, scanned and their fresh pages faulted in off the JS thread.
+pub async fn read_long_line(reader: Box<StdoutReader>) -> Option<Box<StdoutReader>> {
+  read_on_runtime(reader, true).await
+}
+
+/// The reader driven by the runtime's reactor: to the end of the stream, or with
+/// `line_only` until no long line is being received.
+async fn read_on_runtime(reader: Box<StdoutReader>, line_only: bool) -> Option<Box<StdoutReader>> {
   let StdoutReader { stdout, mut frames } = *reader;
   let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(stdout) {
     Ok(pipe) => pipe,
     Err(e) => {
       frames.end(Some(e));
-      return;
+      return None;
     }
   };
-  loop {
+  while !line_only || receiving_long_line(&frames.framer) {
     frames.framer.buffer.reserve(PIPE_BYTES as usize);
     match pipe.read_buf(&mut frames.framer.buffer).await {
       Ok(0) => {
         frames.end(None);
-        return;
+        return None;
       }
       Ok(_) => frames.received(),
       Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
       Err(e) => {
         frames.end(Some(e));
-        return;
+        return None;
       }
+    }
+  }
+  match pipe.into_nonblocking_fd() {
+    Ok(stdout) => Some(Box::new(StdoutReader { stdout, frames })),
+    Err(e) => {
+      frames.end(Some(e));
+      None
     }
   }
 }
@@ -329,7 +361,11 @@ impl StdioTransport {
           Some(host) => host.start(reader).err(),
           None => Some(reader),
         };
-        unwatched.map(|reader| runtime.spawn(read_on_runtime(reader)))
+        unwatched.map(|reader| {
+          runtime.spawn(async move {
+            read_on_runtime(reader, false).await;
+          })
+        })
       }
       Err(e) => {
         let _ = ended.send(Some(e));
