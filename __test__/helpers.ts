@@ -39,14 +39,7 @@ export async function history(t: Transport): Promise<any[]> {
   return JSON.parse(await callText(t, "history"));
 }
 
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { alive } from "./proc";
 
 export async function waitFor(check: () => boolean, ms = 5000): Promise<boolean> {
   const until = Date.now() + ms;

@@ -69,3 +69,13 @@ export function threadCount(): number {
 export const rssBytes = () => process.memoryUsage().rss;
 
 export const mib = (bytes: number) => Math.round((bytes / (1 << 20)) * 10) / 10;
+
+/** Whether process `pid` still exists (a zombie counts). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

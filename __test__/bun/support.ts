@@ -23,12 +23,4 @@ export async function waitFor(check: () => boolean, ms = 5000): Promise<boolean>
   return check();
 }
 
-/** Whether process `pid` still exists. */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { alive } from "../proc";

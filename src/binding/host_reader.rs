@@ -190,7 +190,7 @@ impl Feed {
     let recycled = pool.clone();
     let back = executor::on_runtime(js, async move {
       let mut reader = reader;
-      while reader.in_long_line() {
+      while reader.receiving_long_line() {
         let Some(mut bytes) = received.recv().await else {
           break;
         };
@@ -245,15 +245,11 @@ impl Feed {
 
   fn arrive(js: Js, side: &Shared, returned: Option<Returned>) -> Option<Box<StdoutReader>> {
     let (mut reader, mut left) = returned?;
-    let pump = side.borrow().sink();
-    pump::collecting(&pump, || {
-      executor::in_runtime(|| {
-        while let Ok(bytes) = left.try_recv() {
-          reader.feed(&bytes);
-        }
-      })
+    pump::read_here(js, side, || {
+      while let Ok(bytes) = left.try_recv() {
+        reader.feed(&bytes);
+      }
     });
-    pump::deliver_now(js, side);
     Some(reader)
   }
 }
@@ -406,10 +402,7 @@ impl BunReader {
 
   /// Runs `feed` (which hands the session what it completes) and delivers it.
   fn collect<T>(&self, feed: impl FnOnce() -> T) -> T {
-    let pump = self.side.borrow().sink();
-    let result = pump::collecting(&pump, || executor::in_runtime(feed));
-    pump::deliver_now(self.js, &self.side);
-    result
+    pump::read_here(self.js, &self.side, feed)
   }
 
   /// One chunk from Bun. Its messages are handled a slice at a time, each slice in a loop
@@ -429,7 +422,7 @@ impl BunReader {
     let length = js.with_bytes(chunk.get(js), <[u8]>::len).unwrap_or(0);
     let mut offset = 0;
     while offset < length {
-      if reader.in_long_line() {
+      if reader.receiving_long_line() {
         let away = Feed::away(js, reader);
         js.with_bytes(chunk.get(js), |bytes| away.send(&bytes[offset..]));
         return away;
@@ -441,7 +434,7 @@ impl BunReader {
         })
       });
       offset += step;
-      if offset < length && !reader.in_long_line() {
+      if offset < length && !reader.receiving_long_line() {
         next_turn(js).await;
       }
     }
@@ -462,7 +455,7 @@ impl BunReader {
     match bun_stream_reader(self.js, reader.fd()) {
       Ok(stream) => self.read_stream(stream, reader),
       Err(_) => match crate::runtime::handle() {
-        Some(runtime) => crate::transport::stdio::read_on(&runtime, reader),
+        Some(runtime) => drop(crate::transport::stdio::read_on(&runtime, reader)),
         // Dropped unread: to the supervisor, the end of stdout.
         None => drop(reader),
       },
@@ -700,24 +693,19 @@ impl Poller {
         &mut callback_scope,
       );
     }
-    let (readiness, side, long_line) = {
+    let side = self.reading.borrow().as_ref().map(|r| r.side.clone());
+    let read = || {
       let mut reading = self.reading.borrow_mut();
-      match reading.as_mut() {
-        Some(Reading {
-          reader: Some(reader),
-          side,
-        }) => {
-          let side = side.clone();
-          let pump = side.borrow().sink();
-          let readiness = pump::collecting(&pump, || executor::in_runtime(|| reader.read_ready()));
-          (readiness, Some(side), reader.in_long_line())
-        }
-        _ => (Readiness::Ended, None, false),
+      match reading.as_mut().and_then(|r| r.reader.as_mut()) {
+        Some(reader) => (reader.read_ready(), reader.receiving_long_line()),
+        None => (Readiness::Ended, false),
       }
     };
-    if let Some(side) = side {
-      pump::deliver_now(js, &side);
-    }
+    // The borrow ends inside `read`, before the deliveries (which may stop this poller).
+    let (readiness, long_line) = match &side {
+      Some(side) => pump::read_here(js, side, read),
+      None => (Readiness::Ended, false),
+    };
     if readiness == Readiness::Ended {
       self.stop();
     } else if long_line {

@@ -49,12 +49,14 @@ thread_local! {
   static COLLECTING: std::cell::Cell<*const EventPump> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
-/// Runs `read` (the host reader's read, on the JS thread) with `pump`'s events left for the
-/// caller's `deliver_now` instead of a trip through the threadsafe function.
-pub fn collecting<T>(pump: &Arc<EventPump>, read: impl FnOnce() -> T) -> T {
-  let previous = COLLECTING.with(|c| c.replace(Arc::as_ptr(pump)));
-  let result = read();
+/// Runs `read` (a host reader's read, on the JS thread) and delivers the events it emits
+/// right after, without the trip through the threadsafe function.
+pub fn read_here<T>(js: Js, side: &Shared, read: impl FnOnce() -> T) -> T {
+  let pump = side.borrow().sink();
+  let previous = COLLECTING.with(|c| c.replace(Arc::as_ptr(&pump)));
+  let result = executor::in_runtime(read);
   COLLECTING.with(|c| c.set(previous));
+  deliver(js, side);
   result
 }
 
@@ -469,11 +471,6 @@ impl Delivery {
   fn deliver(&self, js: Js) {
     deliver(js, &self.0)
   }
-}
-
-/// Delivers what the host reader just collected (see `collecting`), on the JS thread.
-pub fn deliver_now(js: Js, side: &Shared) {
-  deliver(js, side)
 }
 
 fn deliver(js: Js, side: &Shared) {

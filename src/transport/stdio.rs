@@ -86,7 +86,7 @@ pub enum Readiness {
   Ended,
 }
 
-/// An incomplete line this long goes to the runtime (see `StdoutReader::in_long_line`):
+/// An incomplete line this long goes to the runtime (see `StdoutReader::receiving_long_line`):
 /// half the length at which it would move into a region, so the region's fresh pages are
 /// faulted in there too.
 const HANDOVER_BYTES: usize = crate::protocol::framing::LONG_LINE_BYTES / 2;
@@ -162,7 +162,7 @@ impl StdoutReader {
 
   /// Whether a line long enough for the runtime to receive is coming in: a host reader
   /// then hands it over (`read_long_line`), before the line moves into a region of its own.
-  pub fn in_long_line(&self) -> bool {
+  pub fn receiving_long_line(&self) -> bool {
     receiving_long_line(&self.frames.framer)
   }
 
@@ -217,11 +217,11 @@ pub async fn readable(fd: RawFd) -> io::Result<()> {
     .await
 }
 
-/// Reads on the runtime from now on (a host reader that can no longer read).
-pub fn read_on(runtime: &Handle, reader: Box<StdoutReader>) {
+/// Reads on the runtime from now on (no host reader, or one that can no longer read).
+pub fn read_on(runtime: &Handle, reader: Box<StdoutReader>) -> JoinHandle<()> {
   runtime.spawn(async move {
     read_on_runtime(reader, false).await;
-  });
+  })
 }
 
 /// Reads on the runtime until the long line being received is complete, then gives the
@@ -361,11 +361,7 @@ impl StdioTransport {
           Some(host) => host.start(reader).err(),
           None => Some(reader),
         };
-        unwatched.map(|reader| {
-          runtime.spawn(async move {
-            read_on_runtime(reader, false).await;
-          })
-        })
+        unwatched.map(|reader| read_on(runtime, reader))
       }
       Err(e) => {
         let _ = ended.send(Some(e));
