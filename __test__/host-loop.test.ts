@@ -1,7 +1,8 @@
 // Under Node, a stdio server's stdout is read on the JS thread's own event loop (a libuv
 // poll handle) rather than on a runtime thread. These check what that must not change: a
 // worker thread's loop ends cleanly with transports still open (S8: their servers stop),
-// answers interleave with the host's timers, and every transport gets its own handle.
+// answers interleave with the host's timers, every transport gets its own handle, and the
+// loop's polling for quick answers stops while an answer is slow.
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -32,6 +33,17 @@ describe("stdout read on the host loop", () => {
     expect(text).toBe("from a worker");
     expect(lines[1]).toBe("worker exit 0");
     await waitFor(() => !alive(pid), 5000);
+  });
+
+  it("the loop polls only briefly for an answer: a call pending on a slow server costs no CPU", async () => {
+    const t = await connect();
+    // Quick answers first, so polling for the next one is on.
+    for (let i = 0; i < 50; i++) await t.request("tools/call", { name: "echo", arguments: { text: "warm" } });
+    const before = process.cpuUsage();
+    await t.request("tools/call", { name: "slow", arguments: { ms: 400 } });
+    const used = process.cpuUsage(before);
+    // A loop that kept polling would burn the whole 400 ms.
+    expect((used.user + used.system) / 1000).toBeLessThan(150);
   });
 
   it("T3: a timer set while answers stream in runs between them, and answers stay in order", async () => {

@@ -1,7 +1,8 @@
 // Under Bun, a stdio server's stdout is read by Bun's own stream reader while the transport
 // is busy (and shortly after), and only watched from a runtime thread while it is idle.
 // What must hold whichever reads: a finished script exits with transports open (S8, its
-// servers stop), an idle transport still hears its server, and answers stay in order.
+// servers stop), an idle transport still hears its server, answers stay in order, and the
+// loop's polling for quick answers stops while an answer is slow.
 import { expect, test } from "bun:test";
 import { fileURLToPath } from "node:url";
 import { alive, cleanupsAfterEach, native, sleep, waitFor } from "./support";
@@ -37,6 +38,17 @@ test("T2: an idle transport still gets the notifications its server sends later"
   await sleep(150);
   const again = await t.request("tools/call", { name: "echo", arguments: { text: "after idle" } });
   expect(again.content[0].text).toBe("after idle");
+});
+
+test("the loop polls only briefly for an answer: a call pending on a slow server costs no CPU", async () => {
+  const t = await open();
+  // Quick answers first, so polling for the next one is on.
+  for (let i = 0; i < 50; i++) await t.request("tools/call", { name: "echo", arguments: { text: "warm" } });
+  const before = process.cpuUsage();
+  await t.request("tools/call", { name: "slow", arguments: { ms: 400 } });
+  const used = process.cpuUsage(before);
+  // A loop that kept polling would burn the whole 400 ms.
+  expect((used.user + used.system) / 1000).toBeLessThan(150);
 });
 
 test("T3: 2000 calls in flight answer in order while a timer still runs between them", async () => {

@@ -1,7 +1,7 @@
 //! The napi binding layer: implements the core's host traits over JS values, converts
 //! arguments and results, and bridges callbacks, promises and signals. The flows and their
 //! decisions are the core's (`crate::client`, `crate::manager`); Node-API's unsafe calls are
-//! all in `js`, and libuv's in `host_reader`.
+//! all in `js`, and libuv's in `uv`'s users (`host_reader`, `loop_spin`).
 mod args;
 pub(crate) mod calls;
 mod client;
@@ -15,6 +15,7 @@ mod js_error;
 mod js_slot;
 mod json_rpc;
 mod legacy_sse;
+mod loop_spin;
 mod manager;
 mod mcp_client;
 pub(crate) mod pump;
@@ -24,4 +25,5 @@ mod stdio;
 pub(crate) mod timeout_resolver;
 mod token_store;
 pub(crate) mod transport_class;
+mod uv;
 mod write_frame;

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use napi::sys;
 
@@ -14,8 +15,10 @@ use super::executor;
 use super::host::{ready, JsHost};
 use super::js::{Js, Thrown, Tsfn, Value, EXTERNAL_STRING_BYTES};
 use super::js_error;
+use super::loop_spin;
 use crate::client::server_requests;
 use crate::protocol::tree::{Node, ResultTree, Text};
+use crate::runtime::spin::SpinPolicy;
 use crate::runtime::turn::{TurnBudget, CHUNK_EVENTS};
 use crate::session::{Event, EventSink, Session};
 
@@ -177,6 +180,8 @@ pub struct JsSide {
   turn_scheduled: bool,
   /// The host-loop reader of stdout (`host_reader`), if one reads for this transport.
   host_reader: Option<HostReaderHooks>,
+  /// When the loop polls for this transport's answers instead of sleeping.
+  spin: SpinPolicy,
   /// O1: `config.oauth`, whose `redirect` and `store` the OAuth flow calls.
   auth: Option<sys::napi_ref>,
   /// A9: the config's `timeout`, as the timeout resolver is given it.
@@ -208,6 +213,7 @@ impl JsSide {
       backlog: std::collections::VecDeque::new(),
       turn_scheduled: false,
       host_reader: None,
+      spin: SpinPolicy::default(),
       auth: None,
       timeout_input: None,
       session: None,
@@ -276,8 +282,14 @@ impl JsSide {
       return;
     }
     self.keeps_alive = wanted;
+    let js = Js::new(self.env);
     if let Some(tsfn) = &self.tsfn {
-      tsfn.keep_alive(Js::new(self.env), wanted);
+      tsfn.keep_alive(js, wanted);
+    }
+    if !wanted {
+      self.spin.idle();
+    } else if let Some(deadline) = self.spin.busy(Instant::now()) {
+      loop_spin::until(js, deadline);
     }
     if let Some(busy) = self
       .host_reader
@@ -476,6 +488,7 @@ impl Delivery {
 fn deliver(js: Js, side: &Shared) {
   let fresh = side.borrow().pump.take();
   let mut me = side.borrow_mut();
+  let in_window = !fresh.is_empty() && me.spin.arrived(Instant::now());
   me.backlog.extend(fresh);
   if me.turn_scheduled {
     // The next turn is already coming; it delivers these after what is ahead of them.
@@ -483,6 +496,15 @@ fn deliver(js: Js, side: &Shared) {
   }
   drop(me);
   deliver_turn(js, side);
+  if in_window {
+    let mut me = side.borrow_mut();
+    if me.keeps_alive {
+      if let Some(deadline) = me.spin.still_busy(Instant::now()) {
+        drop(me);
+        loop_spin::until(js, deadline);
+      }
+    }
+  }
 }
 
 /// One turn: chunks of the backlog, in order (T3), until the turn's budget is spent; what

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use tokio::runtime::{Builder, Handle, Runtime};
 
 pub mod local;
+pub mod spin;
 pub mod turn;
 
 static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
