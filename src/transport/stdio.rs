@@ -345,7 +345,8 @@ impl StdioTransport {
     let (ended, reader_end) = oneshot::channel();
     let stdout = stdout
       .into_owned_fd()
-      .and_then(|fd| crate::sys::process::set_nonblocking(fd.as_raw_fd()).map(|()| fd));
+      .and_then(|fd| crate::sys::process::set_nonblocking(fd.as_raw_fd()).map(|()| fd))
+      .inspect(|fd| crate::sys::process::grow_pipe(fd.as_raw_fd()));
     let reader_task = match stdout {
       Ok(stdout) => {
         let reader = Box::new(StdoutReader {
