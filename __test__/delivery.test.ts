@@ -25,3 +25,27 @@ describe("delivery in turns", () => {
     expect(seenWhenTimerFired).toBeLessThan(5000);
   });
 });
+
+describe("callbacks reassigned during a flood (T1)", () => {
+  it("a callback assigned by the notification callback itself takes the very next notification; unassigned, none", async () => {
+    const t = await connect();
+    const first: string[] = [];
+    const second: string[] = [];
+    const takeSecond = (_method: string, params: any) => {
+      second.push(params.data);
+      if (second.length === 100) t.onNotification = undefined;
+    };
+    t.onNotification = (_method, params: any) => {
+      first.push(params.data);
+      if (first.length === 10) t.onNotification = takeSecond;
+    };
+    const answered = t.request<any>("tools/call", { name: "notify_then_answer", arguments: { count: 300 } });
+    // All 300 arrive before JS runs again, so they are delivered as one run.
+    const until = Date.now() + 200;
+    while (Date.now() < until);
+    await answered;
+    expect(first).toEqual(Array.from({ length: 10 }, (_, i) => `n${i}`));
+    expect(second).toEqual(Array.from({ length: 100 }, (_, i) => `n${i + 10}`));
+    expect(t.onNotification).toBeUndefined();
+  });
+});

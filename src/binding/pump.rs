@@ -45,6 +45,15 @@ impl EventPump {
     queue.scheduled = false;
     std::mem::take(&mut queue.events)
   }
+
+  /// Gives an emptied `take` buffer back, so a steady stream does not regrow one per read.
+  fn recycle(&self, buffer: Vec<Event>) {
+    const KEPT_EVENTS: usize = 4096;
+    let mut queue = self.queue();
+    if buffer.is_empty() && queue.events.capacity() == 0 && buffer.capacity() <= KEPT_EVENTS {
+      queue.events = buffer;
+    }
+  }
 }
 
 thread_local! {
@@ -167,6 +176,8 @@ pub struct JsSide {
   foreground: usize,
   close_waiters: Vec<sys::napi_deferred>,
   callbacks: Callbacks,
+  /// Changes whenever a callback is assigned or dropped, so a cached one is looked up again.
+  callbacks_epoch: u64,
   close_fired: bool,
   /// Holds the JS object while connected, so callbacks keep working without a JS reference.
   this_ref: Option<sys::napi_ref>,
@@ -206,6 +217,7 @@ impl JsSide {
       foreground: 0,
       close_waiters: Vec::new(),
       callbacks: Callbacks::default(),
+      callbacks_epoch: 0,
       close_fired: false,
       this_ref: None,
       serving: HashMap::new(),
@@ -246,6 +258,7 @@ impl JsSide {
     // After the close a callback is never called again: hold it weakly, so a callback
     // that refers to its transport does not keep both alive forever (E4).
     let strength = if self.callbacks.weak { 0 } else { 1 };
+    self.callbacks_epoch += 1;
     let stored = self.callbacks.slot(slot);
     if let Some(old) = stored.take() {
       js.delete_ref(old);
@@ -432,6 +445,7 @@ impl JsSide {
   pub fn release(&mut self) {
     self.stop_host_reader();
     let js = Js::new(self.env);
+    self.callbacks_epoch += 1;
     for r in std::mem::take(&mut self.callbacks).references() {
       js.delete_ref(r);
     }
@@ -486,10 +500,11 @@ impl Delivery {
 }
 
 fn deliver(js: Js, side: &Shared) {
-  let fresh = side.borrow().pump.take();
+  let mut fresh = side.borrow().pump.take();
   let mut me = side.borrow_mut();
   let in_window = !fresh.is_empty() && me.spin.arrived(Instant::now());
-  me.backlog.extend(fresh);
+  me.backlog.extend(fresh.drain(..));
+  me.pump.recycle(fresh);
   if me.turn_scheduled {
     // The next turn is already coming; it delivers these after what is ahead of them.
     return;
@@ -604,20 +619,24 @@ fn deliver_chunk(js: Js, side: &Shared, events: Vec<Event>) {
 
 /// Parses the payloads of a run of results and notifications as one JSON array.
 fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
-  let mut text = String::from("[");
-  for (i, event) in run.iter().enumerate() {
-    if i > 0 {
-      text.push(',');
-    }
-    let payload = match event {
+  fn payload(event: &Event) -> Option<&str> {
+    match event {
       Event::Settled {
         outcome: Ok(Some(result)),
         ..
       } => Some(result.get()),
       Event::Notification { params, .. } => params.as_deref().map(|p| p.get()),
       _ => None,
-    };
-    text.push_str(payload.unwrap_or("null"));
+    }
+  }
+  let bytes: usize = run.iter().map(|e| payload(e).map_or(4, str::len) + 1).sum();
+  let mut text = String::with_capacity(bytes + 2);
+  text.push('[');
+  for (i, event) in run.iter().enumerate() {
+    if i > 0 {
+      text.push(',');
+    }
+    text.push_str(payload(event).unwrap_or("null"));
   }
   text.push(']');
   let Ok(values) = js.json_parse(&text) else {
@@ -626,10 +645,13 @@ fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
     }
     return;
   };
+  // A flood repeats one method to one callback: their JS values are made once per run
+  // (the callback again whenever JS assigns a new one, T1).
+  let undefined = js.undefined();
+  let mut method_value: Option<(String, Value)> = None;
+  let mut listener: Option<(u64, Value)> = None;
   for (i, event) in run.into_iter().enumerate() {
-    let value = js
-      .element(values, i as u32)
-      .unwrap_or_else(|_| js.undefined());
+    let value = js.element(values, i as u32).unwrap_or(undefined);
     match event {
       Event::Settled { ticket, .. } => {
         let deferred = side.borrow_mut().take_pending(ticket);
@@ -639,19 +661,30 @@ fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
       }
       Event::Notification { method, params } => {
         side.borrow().forget_stale_list(&method);
-        if side.borrow_mut().has_callback(CallbackSlot::Notification) {
-          let params = if params.is_some() {
-            value
-          } else {
-            js.undefined()
-          };
-          call_user(
-            js,
-            side,
-            CallbackSlot::Notification,
-            &[js.string(&method), params],
-          );
+        let epoch = side.borrow().callbacks_epoch;
+        if listener.is_none_or(|(seen, _)| seen != epoch) {
+          let callback = side.borrow_mut().callback(CallbackSlot::Notification);
+          listener = callback.map(|callback| (epoch, callback));
         }
+        let Some((_, callback)) = listener else {
+          continue;
+        };
+        let params = if params.is_some() { value } else { undefined };
+        let name = match &method_value {
+          Some((last, name)) if *last == method => *name,
+          _ => {
+            let name = js.string(&method);
+            method_value = Some((method, name));
+            name
+          }
+        };
+        invoke_user(
+          js,
+          side,
+          CallbackSlot::Notification,
+          callback,
+          &[name, params],
+        );
       }
       other => dispatch(js, side, other),
     }
@@ -661,6 +694,17 @@ fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
 /// Calls a user callback; what it throws goes to `onError` and never reaches the host.
 fn call_user(js: Js, side: &Shared, slot: CallbackSlot, args: &[Value]) -> Option<Value> {
   let callback = side.borrow_mut().callback(slot)?;
+  invoke_user(js, side, slot, callback, args)
+}
+
+/// `call_user` with the callback already looked up.
+fn invoke_user(
+  js: Js,
+  side: &Shared,
+  slot: CallbackSlot,
+  callback: Value,
+  args: &[Value],
+) -> Option<Value> {
   match js.call(callback, js.undefined(), args) {
     Ok(value) => Some(value),
     Err(Thrown(exception)) => {

@@ -1,5 +1,8 @@
 //! N7: `subscriptions/listen`, the stateless era's one way to hear of changes: what it
 //! asks for, and which notifications belong to a subscription.
+use std::sync::LazyLock;
+
+use memchr::memmem;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -43,10 +46,10 @@ pub fn advertised_changes(capabilities: &Value) -> Option<Value> {
 /// `Some(None)` when it names one that cannot be ours (A7: not an id shape we send).
 pub fn subscription_id(params: Option<&RawValue>) -> Option<Option<WireId>> {
   let params = params?.get();
-  // Most notifications have none: skip the parse.
-  if !params.contains(SUBSCRIPTION_ID) {
-    return None;
-  }
+  // Most notifications have none: skip the parse. The searcher is built once, not per call.
+  static FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(SUBSCRIPTION_ID));
+  FINDER.find(params.as_bytes())?;
   #[derive(serde::Deserialize)]
   struct Params {
     #[serde(rename = "_meta")]
