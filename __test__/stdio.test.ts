@@ -63,6 +63,36 @@ describe("S2/S3 framing", () => {
     expect(seen).toEqual(["a", "b"]);
   });
 
+  it("S3: a notification whose params are not JSON is skipped, inside a run of messages and alone", async () => {
+    const lines = [
+      // One read: a run of notifications and a result, delivered together.
+      '{"jsonrpc":"2.0","method":"a","params":{"n":1}}\n{"jsonrpc":"2.0","method":"bad","params":{"x":tru}}\n' +
+        '{"jsonrpc":"2.0","method":"b","params":[{"]":"["}]}\n{"jsonrpc":"2.0","method":"bad","params":{"a":1]}\n' +
+        '{"jsonrpc":"2.0","id":1,"result":{"ok":1}}\n',
+      // The next: a bad one alone between two answers that are not part of a run.
+      '{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"first"}}\n{"jsonrpc":"2.0","method":"bad","params":[1,}\n' +
+        '{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"second"}}\n{"jsonrpc":"2.0","method":"c","params":{}}\n',
+    ];
+    const script = `const lines = ${JSON.stringify(lines)}; let n = 0;
+      process.stdin.on("data", (d) => { for (const _ of String(d).trim().split("\\n")) if (++n === 1 || n === 3) process.stdout.write(lines[n === 1 ? 0 : 1]); });`;
+    const t = await native.createStdioTransport({ command: process.execPath, args: ["-e", script] });
+    open.push(t);
+    const seen: unknown[] = [];
+    const errors: Error[] = [];
+    t.onNotification = (m, p) => seen.push([m, p]);
+    t.onError = (e) => errors.push(e);
+    await expect(t.request("x")).resolves.toEqual({ ok: 1 });
+    const second = t.request("y").catch((e) => e.message);
+    const third = t.request("z").catch((e) => e.message);
+    expect([await second, await third]).toEqual(["MCP error -1: first", "MCP error -1: second"]);
+    expect(seen).toEqual([
+      ["a", { n: 1 }],
+      ["b", [{ "]": "[" }]],
+      ["c", {}],
+    ]);
+    expect(errors).toEqual([]);
+  });
+
   it("S3: a stdout banner and other non-JSON-RPC lines are skipped", async () => {
     const t = await connect(["--banner"]);
     const errors: Error[] = [];

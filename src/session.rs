@@ -14,16 +14,30 @@ use tokio_util::sync::CancellationToken;
 use crate::error::CoreError;
 use crate::protocol::line_scan::LineScan;
 use crate::protocol::message::{self, Incoming, RpcError, WireId};
+use crate::protocol::plain_notification::{plain_notification, PlainNotification};
 use crate::protocol::subscriptions;
 use crate::protocol::tool_headers;
 use crate::protocol::tree;
+
+/// Whether a plain notification goes to JS as it is: progress, cancellation and the
+/// notifications of a subscription (N7) are acted on here, after the full parse.
+fn needs_nothing_here(plain: &PlainNotification) -> bool {
+  !matches!(
+    plain.method,
+    "notifications/progress" | "notifications/cancelled"
+  ) && !plain
+    .params
+    .is_some_and(subscriptions::mentions_subscription)
+}
 
 /// What the JS side is told, in the order it must see it (T3).
 #[derive(Debug)]
 pub enum Event {
   Notification {
     method: String,
-    params: Option<Box<RawValue>>,
+    /// The params' JSON text. A plain notification's is not checked in Rust: the host's
+    /// parse is, and a notification whose params do not parse is skipped (S3).
+    params: Option<Box<str>>,
   },
   /// A request (`Some(result)`) or a notify (`None`) finished.
   Settled {
@@ -642,6 +656,12 @@ impl Session {
         return;
       }
     }
+    if let Some(plain) = plain_notification(frame).filter(needs_nothing_here) {
+      return self.events.emit(Event::Notification {
+        method: plain.method.to_owned(),
+        params: plain.params.map(Box::from),
+      });
+    }
     match message::classify(frame) {
       Ok(Incoming::Response { id, outcome }) => {
         // T5: unknown ids (and ids that are not ours) are ignored.
@@ -666,7 +686,10 @@ impl Session {
         if method == "notifications/cancelled" {
           self.server_cancelled(params.as_deref());
         }
-        self.events.emit(Event::Notification { method, params });
+        self.events.emit(Event::Notification {
+          method,
+          params: params.map(Box::from),
+        });
       }
       Ok(Incoming::Request { id, method, params }) => {
         if method == "ping" {

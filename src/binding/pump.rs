@@ -625,7 +625,7 @@ fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
         outcome: Ok(Some(result)),
         ..
       } => Some(result.get()),
-      Event::Notification { params, .. } => params.as_deref().map(|p| p.get()),
+      Event::Notification { params, .. } => params.as_deref(),
       _ => None,
     }
   }
@@ -639,7 +639,13 @@ fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
     text.push_str(payload(event).unwrap_or("null"));
   }
   text.push(']');
-  let Ok(values) = js.json_parse(&text) else {
+  // Params Rust did not check might still parse some other way: the count shows whether
+  // each stood for exactly one element.
+  let parsed = js
+    .json_parse(&text)
+    .ok()
+    .filter(|values| js.array_length(*values) as usize == run.len());
+  let Some(values) = parsed else {
     for event in run {
       dispatch(js, side, event);
     }
@@ -739,11 +745,18 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       if !side.borrow_mut().has_callback(CallbackSlot::Notification) {
         return;
       }
-      let args = [
-        js.string(&method),
-        parse_or_undefined(js, params.as_deref()),
-      ];
-      call_user(js, side, CallbackSlot::Notification, &args);
+      let params = match params.as_deref().map(|text| js.json_parse(text)) {
+        None => js.undefined(),
+        Some(Ok(params)) => params,
+        // S3: params that are not JSON (left for this parse to find) skip the message.
+        Some(Err(_)) => return,
+      };
+      call_user(
+        js,
+        side,
+        CallbackSlot::Notification,
+        &[js.string(&method), params],
+      );
     }
     Event::Settled { ticket, outcome } => {
       let deferred = side.borrow_mut().take_pending(ticket);

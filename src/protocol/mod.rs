@@ -6,6 +6,7 @@ pub mod line_region;
 pub mod line_scan;
 pub mod message;
 pub mod parse_sse;
+pub mod plain_notification;
 pub mod redirects;
 pub mod resumption;
 pub mod sse;

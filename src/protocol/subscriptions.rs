@@ -42,14 +42,22 @@ pub fn advertised_changes(capabilities: &Value) -> Option<Value> {
   (!filter.is_empty()).then_some(Value::Object(filter))
 }
 
+/// Whether `text` may name a subscription (N7).
+pub fn mentions_subscription(text: &str) -> bool {
+  // Built once: `str::contains` builds its searcher on every call.
+  static FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(SUBSCRIPTION_ID));
+  FINDER.find(text.as_bytes()).is_some()
+}
+
 /// The subscription a notification was delivered on: `None` when it names none,
 /// `Some(None)` when it names one that cannot be ours (A7: not an id shape we send).
 pub fn subscription_id(params: Option<&RawValue>) -> Option<Option<WireId>> {
   let params = params?.get();
-  // Most notifications have none: skip the parse. The searcher is built once, not per call.
-  static FINDER: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(SUBSCRIPTION_ID));
-  FINDER.find(params.as_bytes())?;
+  // Most notifications have none: skip the parse.
+  if !mentions_subscription(params) {
+    return None;
+  }
   #[derive(serde::Deserialize)]
   struct Params {
     #[serde(rename = "_meta")]
