@@ -1,5 +1,6 @@
 // SPEC-PROTOCOL P4/P5/P2 on Bun (the agent runs on Bun): progress and its timers, the
-// server-request handlers, and HTTP stream resumption, as the Vitest suites check on Node.
+// server-request handlers, and HTTP stream resumption, as the Vitest suites check on Node;
+// and S3/T1 for notifications that reach Bun's stream reader in one chunk.
 import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { fileURLToPath } from "node:url";
 import { startHttpFixture } from "../fixtures/http-server";
@@ -58,5 +59,31 @@ describe("on Bun", () => {
     const get = f.received.find((r) => r.method === "GET")!;
     expect(get.headers["last-event-id"]).toMatch(/^r\d+-0$/);
     expect(get.at - f.dropTimes[0]).toBeGreaterThanOrEqual(180);
+  });
+
+  it("S3/T1: a notification whose params are not JSON is skipped, in a run and alone; a callback assigned mid-run takes the next one", async () => {
+    const lines = [
+      '{"jsonrpc":"2.0","method":"a","params":{"n":1}}\n{"jsonrpc":"2.0","method":"bad","params":{"x":tru}}\n' +
+        '{"jsonrpc":"2.0","method":"b","params":[{"]":"["}]}\n{"jsonrpc":"2.0","method":"switch","params":{}}\n' +
+        '{"jsonrpc":"2.0","method":"c","params":{}}\n{"jsonrpc":"2.0","id":1,"result":{"ok":1}}\n',
+      '{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"first"}}\n{"jsonrpc":"2.0","method":"bad","params":[1,}\n' +
+        '{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"second"}}\n{"jsonrpc":"2.0","method":"d","params":{}}\n',
+    ];
+    const script = `const lines = ${JSON.stringify(lines)}; let n = 0;
+      process.stdin.on("data", (d) => { for (const _ of String(d).trim().split("\\n")) if (++n === 1 || n === 3) process.stdout.write(lines[n === 1 ? 0 : 1]); });`;
+    const t = new native.StdioTransport({ type: "stdio", command: process.execPath, args: ["-e", script] } as any);
+    cleanups.push(() => t.close());
+    await t.connect();
+    const first: unknown[] = [];
+    const second: unknown[] = [];
+    t.onNotification = (m, p) => {
+      first.push([m, p]);
+      if (m === "switch") t.onNotification = (m2, p2) => second.push([m2, p2]);
+    };
+    expect(await t.request("x")).toEqual({ ok: 1 });
+    const rejected = await Promise.all([t.request("y"), t.request("z")].map((p) => p.catch((e: Error) => e.message)));
+    expect(rejected).toEqual(["MCP error -1: first", "MCP error -1: second"]);
+    expect(first).toEqual([["a", { n: 1 }], ["b", [{ "]": "[" }]], ["switch", {}]]);
+    expect(second).toEqual([["c", {}], ["d", {}]]);
   });
 });
