@@ -100,8 +100,14 @@ const value = (contender, workload, field, round) =>
   results.find((r) => r.contender === contender && r.workload === workload && r.round === round)?.[field];
 const medianOf = (contender, workload, field) =>
   median(Array.from({ length: rounds }, (_, round) => value(contender, workload, field, round)));
-const ratio = (a, b, workload, field) =>
-  median(Array.from({ length: rounds }, (_, round) => value(a, workload, field, round) / value(b, workload, field, round)));
+const perRound = (a, b, workload, field) =>
+  Array.from({ length: rounds }, (_, round) => value(a, workload, field, round) / value(b, workload, field, round));
+const ratio = (a, b, workload, field) => median(perRound(a, b, workload, field));
+// A target's per-round spread: on a noisy machine, how far one round's ratio may land.
+const spread = (ratios) => {
+  const finite = ratios.filter(Number.isFinite);
+  return finite.length > 1 ? `rounds ${fmt(Math.min(...finite))}–${fmt(Math.max(...finite))}×` : "";
+};
 // One contender, two workloads of the same round.
 
 // [label, workload, field, unit, better]
@@ -194,21 +200,25 @@ for (const [label, workload, field, unit] of metrics) {
 for (const [label, a, b, workload, field, op, bound] of targets) {
   if (only && !only.has(workload)) continue;
   // RSS growth compares the medians (a ratio of two near-zero growths means nothing).
-  const measured = field === "rss_growth_mb" ? medianOf(a, workload, field) - medianOf(b, workload, field) : ratio(a, b, workload, field);
-  const met = field === "rss_growth_mb" ? measured <= 0 : op === "<=" ? measured <= bound : measured >= bound;
-  const shown = field === "rss_growth_mb" ? `${measured >= 0 ? "+" : ""}${fmt(measured)} MiB vs ${b}` : `${fmt(measured)}×`;
-  summary.targets.push({ label, measured, met });
-  table.push([`target: ${label}`, "", shown, met ? "met" : "NOT MET"]);
+  const rss = field === "rss_growth_mb";
+  const byRound = rss ? [] : perRound(a, b, workload, field);
+  const measured = rss ? medianOf(a, workload, field) - medianOf(b, workload, field) : median(byRound);
+  const met = rss ? measured <= 0 : op === "<=" ? measured <= bound : measured >= bound;
+  const shown = rss ? `${measured >= 0 ? "+" : ""}${fmt(measured)} MiB vs ${b}` : `${fmt(measured)}×`;
+  summary.targets.push({ label, measured, met, rounds: byRound });
+  table.push([`target: ${label}`, "", shown, met ? "met" : "NOT MET", spread(byRound)]);
 }
 
 for (const [label, contender, workload, baseline, field, op, bound] of eraTargets) {
   if (only && !(only.has(workload) && only.has(baseline))) continue;
-  const measured = median(
-    Array.from({ length: rounds }, (_, round) => value(contender, workload, field, round) / value(contender, baseline, field, round)),
+  const byRound = Array.from(
+    { length: rounds },
+    (_, round) => value(contender, workload, field, round) / value(contender, baseline, field, round),
   );
+  const measured = median(byRound);
   const met = op === "<=" ? measured <= bound : measured >= bound;
-  summary.targets.push({ label, measured, met });
-  table.push([`target: ${label}`, "", `${fmt(measured)}×`, met ? "met" : "NOT MET"]);
+  summary.targets.push({ label, measured, met, rounds: byRound });
+  table.push([`target: ${label}`, "", `${fmt(measured)}×`, met ? "met" : "NOT MET", spread(byRound)]);
 }
 
 const widths = table[0].map((_, i) => Math.max(...table.map((row) => String(row[i] ?? "").length)));
