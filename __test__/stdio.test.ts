@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { alive, callText, closingAfterEach, fixture, native, server, sleep, waitFor } from "./helpers";
+import { scriptedServer } from "./fixtures/scripted-server";
 
 const { open, connect } = closingAfterEach();
 
@@ -73,8 +74,7 @@ describe("S2/S3 framing", () => {
       '{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"first"}}\n{"jsonrpc":"2.0","method":"bad","params":[1,}\n' +
         '{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"second"}}\n{"jsonrpc":"2.0","method":"c","params":{}}\n',
     ];
-    const script = `const lines = ${JSON.stringify(lines)}; let n = 0;
-      process.stdin.on("data", (d) => { for (const _ of String(d).trim().split("\\n")) if (++n === 1 || n === 3) process.stdout.write(lines[n === 1 ? 0 : 1]); });`;
+    const script = scriptedServer({ 1: lines[0], 3: lines[1] });
     const t = await native.createStdioTransport({ command: process.execPath, args: ["-e", script] });
     open.push(t);
     const seen: unknown[] = [];

@@ -5,6 +5,7 @@ import { describe, expect, it, setDefaultTimeout } from "bun:test";
 import { fileURLToPath } from "node:url";
 import { startHttpFixture } from "../fixtures/http-server";
 import { cleanupsAfterEach, native } from "./support";
+import { scriptedServer } from "../fixtures/scripted-server";
 
 setDefaultTimeout(20_000);
 const server = fileURLToPath(new URL("../fixtures/stdio-server.mjs", import.meta.url));
@@ -69,8 +70,7 @@ describe("on Bun", () => {
       '{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"first"}}\n{"jsonrpc":"2.0","method":"bad","params":[1,}\n' +
         '{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"second"}}\n{"jsonrpc":"2.0","method":"d","params":{}}\n',
     ];
-    const script = `const lines = ${JSON.stringify(lines)}; let n = 0;
-      process.stdin.on("data", (d) => { for (const _ of String(d).trim().split("\\n")) if (++n === 1 || n === 3) process.stdout.write(lines[n === 1 ? 0 : 1]); });`;
+    const script = scriptedServer({ 1: lines[0], 3: lines[1] });
     const t = new native.StdioTransport({ type: "stdio", command: process.execPath, args: ["-e", script] } as any);
     cleanups.push(() => t.close());
     await t.connect();
