@@ -19,15 +19,19 @@ use crate::protocol::subscriptions;
 use crate::protocol::tool_headers;
 use crate::protocol::tree;
 
+/// P4: the server's progress on one of our requests.
+const PROGRESS: &str = "notifications/progress";
+/// P6/T9: a cancellation, of a request either side sent.
+const CANCELLED: &str = "notifications/cancelled";
+
 /// Whether a plain notification goes to JS as it is: progress, cancellation and the
 /// notifications of a subscription (N7) are acted on here, after the full parse.
 fn needs_nothing_here(plain: &PlainNotification) -> bool {
-  !matches!(
-    plain.method,
-    "notifications/progress" | "notifications/cancelled"
-  ) && !plain
-    .params
-    .is_some_and(subscriptions::mentions_subscription)
+  plain.method != PROGRESS
+    && plain.method != CANCELLED
+    && !plain
+      .params
+      .is_some_and(subscriptions::mentions_subscription)
 }
 
 /// What the JS side is told, in the order it must see it (T3).
@@ -524,10 +528,7 @@ impl Session {
     let closes_stream = self.cancel_tokens && self.is_stateless();
     if !is_initialize && !closes_stream && self.is_connected() {
       let params = message::cancelled_params(&self.id_json(id), reason);
-      self.send_unacked(message::notification_frame(
-        "notifications/cancelled",
-        Some(&params),
-      ));
+      self.send_unacked(message::notification_frame(CANCELLED, Some(&params)));
     }
   }
 
@@ -680,10 +681,10 @@ impl Session {
             return;
           }
         }
-        if method == "notifications/progress" {
+        if method == PROGRESS {
           self.progressed(params.as_deref());
         }
-        if method == "notifications/cancelled" {
+        if method == CANCELLED {
           self.server_cancelled(params.as_deref());
         }
         self.events.emit(Event::Notification {
