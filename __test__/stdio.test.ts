@@ -262,6 +262,28 @@ describe("S7 writes", () => {
     expect(echoed).toEqual(texts);
   });
 
+  it("S7: requests and notifications issued from the continuations of answers (held, then written together) leave in issue order", async () => {
+    const t = await connect();
+    const issued: string[] = [];
+    // 64 chains, each issuing its next call (and every fifth time a notification first) as
+    // soon as its previous answer arrives: the burst a delivery's continuations make.
+    const chain = async (w: number) => {
+      for (let i = 0; i < 40; i++) {
+        if (i % 5 === 4) {
+          issued.push(`n${w}:${i}`);
+          void t.notify("notifications/mark", { mark: `n${w}:${i}` });
+        }
+        issued.push(`${w}:${i}`);
+        expect(await callText(t, "echo", { text: `${w}:${i}` })).toBe(`${w}:${i}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 64 }, (_, w) => chain(w)));
+    const seen = (JSON.parse(await callText(t, "history")) as any[])
+      .map((m) => (m.method === "notifications/mark" ? m.params.mark : m.params?.arguments?.text))
+      .filter((mark) => typeof mark === "string");
+    expect(seen).toEqual(issued);
+  });
+
   it("S7: writes to a server that stopped reading queue up without blocking the JS thread", async () => {
     const t = await connect();
     const stalled = callText(t, "stall_reading", { ms: 1500 });

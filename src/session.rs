@@ -98,6 +98,8 @@ pub enum Ack {
 /// queue it for a writer task (`Queued`); it hands the frame back when the writer is gone.
 pub trait FrameSink: Send + Sync + 'static {
   fn send(&self, out: Outgoing) -> Result<Sent, Outgoing>;
+  fn hold(&self) {}
+  fn release(&self) {}
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -493,6 +495,14 @@ impl Session {
       self.write_done(Ack::Notify(ticket));
     }
     Ok(ticket)
+  }
+
+  pub fn hold_requests(&self) {
+    self.outbox.hold();
+  }
+
+  pub fn release_requests(&self) {
+    self.outbox.release();
   }
 
   /// T8: the caller gave up on request `id` (it has already rejected the promise itself).

@@ -27,3 +27,4 @@ mod token_store;
 pub(crate) mod transport_class;
 mod uv;
 mod write_frame;
+mod write_hold;

@@ -511,6 +511,9 @@ fn deliver(js: Js, side: &Shared) {
   }
   drop(me);
   deliver_turn(js, side);
+  if let Some(session) = side.borrow().session.clone() {
+    super::write_hold::hold(js, &session);
+  }
   if in_window {
     let mut me = side.borrow_mut();
     if me.keeps_alive {
