@@ -510,9 +510,13 @@ fn deliver(js: Js, side: &Shared) {
     return;
   }
   drop(me);
-  deliver_turn(js, side);
-  if let Some(session) = side.borrow().session.clone() {
-    super::write_hold::hold(js, &session);
+  // S7: the requests this turn's continuations make are written together. A turn of one
+  // message is a sequential caller's, with nothing to put together: holding its request
+  // until the microtask measured slower (seq p50 and p99).
+  if deliver_turn(js, side) > 1 {
+    if let Some(session) = side.borrow().session.clone() {
+      super::write_hold::hold(js, &session);
+    }
   }
   if in_window {
     let mut me = side.borrow_mut();
@@ -526,9 +530,10 @@ fn deliver(js: Js, side: &Shared) {
 }
 
 /// One turn: chunks of the backlog, in order (T3), until the turn's budget is spent; what
-/// is left goes to the next turn.
-fn deliver_turn(js: Js, side: &Shared) {
+/// is left goes to the next turn. Returns how many messages it delivered.
+fn deliver_turn(js: Js, side: &Shared) -> usize {
   let mut budget = TurnBudget::start();
+  let mut total = 0;
   loop {
     let chunk: Vec<Event> = {
       let mut me = side.borrow_mut();
@@ -536,9 +541,10 @@ fn deliver_turn(js: Js, side: &Shared) {
       me.backlog.drain(..take).collect()
     };
     if chunk.is_empty() {
-      return;
+      return total;
     }
     let delivered = chunk.len();
+    total += delivered;
     deliver_chunk(js, side, chunk);
     if !budget.spend(delivered) {
       break;
@@ -548,9 +554,11 @@ fn deliver_turn(js: Js, side: &Shared) {
     // Nothing left, or no way to wait for a turn: whatever remains goes now.
     while !side.borrow().backlog.is_empty() {
       let chunk: Vec<Event> = side.borrow_mut().backlog.drain(..).collect();
+      total += chunk.len();
       deliver_chunk(js, side, chunk);
     }
   }
+  total
 }
 
 /// Asks for `deliver_turn` on the next event-loop turn, through Node's own `setImmediate`

@@ -1,5 +1,9 @@
-//! Holds the requests JS makes while it runs a delivery's continuations, and writes them
-//! together from a microtask queued behind those continuations.
+//! S7: holds the requests JS makes while it runs the continuations of a delivery, and
+//! writes them together from a microtask queued behind those continuations.
+//!
+//! Only the first round of continuations is covered: code behind async wrappers runs in
+//! later rounds and writes directly. Holding for four rounds measured no faster with three
+//! wrappers in between, and 5-10 % slower with none.
 use std::cell::RefCell;
 use std::sync::{Arc, Weak};
 
@@ -9,7 +13,10 @@ use super::js::Js;
 use crate::session::Session;
 
 struct Holder {
-  queue_microtask: sys::napi_ref,
+  /// A settled promise: its `then` queues a microtask. Not `queueMicrotask`, which Jest's
+  /// fake timers replace; they leave promises alone.
+  settled: sys::napi_ref,
+  then: sys::napi_ref,
   release: sys::napi_ref,
   held: Vec<Weak<Session>>,
 }
@@ -36,37 +43,55 @@ pub fn hold(js: Js, session: &Arc<Session>) {
     {
       return;
     }
-    let queued = !first
-      || match (
-        js.ref_value(holder.queue_microtask),
-        js.ref_value(holder.release),
-      ) {
-        (Some(queue), Some(release)) => js.call(queue, js.undefined(), &[release]).is_ok(),
-        _ => false,
-      };
-    if queued {
-      session.hold_requests();
-      holder.held.push(Arc::downgrade(session));
+    if first && !queue_release(js, holder) {
+      return;
     }
+    session.hold_requests();
+    holder.held.push(Arc::downgrade(session));
   });
 }
 
+fn queue_release(js: Js, holder: &Holder) -> bool {
+  let refs = [holder.settled, holder.then, holder.release].map(|r| js.ref_value(r));
+  match refs {
+    [Some(settled), Some(then), Some(release)] => js.call(then, settled, &[release]).is_ok(),
+    _ => false,
+  }
+}
+
+/// The release microtask: writes what is held.
+fn release() {
+  let held = HOLDER.with(|holder| {
+    holder
+      .borrow_mut()
+      .as_mut()
+      .map(|h| std::mem::take(&mut h.held))
+  });
+  for session in held.into_iter().flatten().filter_map(|s| s.upgrade()) {
+    session.release_requests();
+  }
+}
+
 fn make(js: Js) -> Option<Holder> {
-  let queue = js
-    .get(js.global(), "queueMicrotask")
+  let promise = js.get(js.global(), "Promise").ok()?;
+  let resolve = js
+    .get(promise, "resolve")
+    .ok()
+    .filter(|f| js.is_function(*f))?;
+  let settled = js.call(resolve, promise, &[]).ok()?;
+  let then = js
+    .get(settled, "then")
     .ok()
     .filter(|f| js.is_function(*f))?;
   let release = js
     .closure("mcpNativeRelease", |js, _| {
-      let held = HOLDER.with(|h| h.borrow_mut().as_mut().map(|h| std::mem::take(&mut h.held)));
-      for session in held.into_iter().flatten().filter_map(|s| s.upgrade()) {
-        session.release_requests();
-      }
+      release();
       Ok(js.undefined())
     })
     .ok()?;
   Some(Holder {
-    queue_microtask: js.new_ref(queue, 1),
+    settled: js.new_ref(settled, 1),
+    then: js.new_ref(then, 1),
     release: js.new_ref(release, 1),
     held: Vec::new(),
   })
