@@ -6,6 +6,7 @@ import { join } from "node:path";
 import * as timers from "node:timers";
 import { describe, expect, it, vi } from "vitest";
 import { alive, callText, closingAfterEach, fixture, native, server, sleep, waitFor } from "./helpers";
+import { issueFromContinuations } from "./fixtures/continuation-chains";
 import { scriptedServer } from "./fixtures/scripted-server";
 
 const { open, connect } = closingAfterEach();
@@ -264,27 +265,8 @@ describe("S7 writes", () => {
   });
 
   it("S7: requests and notifications issued from the continuations of answers (held, then written together) leave in issue order", async () => {
-    const t = await connect();
-    const issued: string[] = [];
-    // 64 chains, each issuing its next call (and every fifth time a notification first) as
-    // soon as its previous answer arrives: the burst a delivery's continuations make.
-    const chain = async (w: number) => {
-      for (let i = 0; i < 40; i++) {
-        if (i % 5 === 4) {
-          issued.push(`n${w}:${i}`);
-          void t.notify("notifications/mark", { mark: `n${w}:${i}` });
-        }
-        issued.push(`${w}:${i}`);
-        // All 64 answers of a round come in one write, so they settle in one delivery.
-        // Awaited directly: what runs in the first round of continuations is held.
-        const r: any = await t.request("tools/call", { name: "gather", arguments: { count: 64, text: `${w}:${i}` } });
-        expect(r.content[0].text).toBe(`${w}:${i}`);
-      }
-    };
-    await Promise.all(Array.from({ length: 64 }, (_, w) => chain(w)));
-    const seen = (JSON.parse(await callText(t, "history")) as any[])
-      .map((m) => (m.method === "notifications/mark" ? m.params.mark : m.params?.arguments?.text))
-      .filter((mark) => typeof mark === "string");
+    const { issued, seen, wrong } = await issueFromContinuations(await connect());
+    expect(wrong).toEqual([]);
     expect(seen).toEqual(issued);
   });
 

@@ -5,6 +5,7 @@
 // loop's polling for quick answers stops while an answer is slow.
 import { expect, test } from "bun:test";
 import { fileURLToPath } from "node:url";
+import { issueFromContinuations } from "../fixtures/continuation-chains";
 import { alive, cleanupsAfterEach, native, sleep, waitFor } from "./support";
 
 const cleanups = cleanupsAfterEach();
@@ -65,26 +66,8 @@ test("T3: 2000 calls in flight answer in order while a timer still runs between 
 });
 
 test("S7: requests and notifications issued from the continuations of answers (held, then written together) leave in issue order", async () => {
-  const t = await open();
-  const issued: string[] = [];
-  const chain = async (w: number) => {
-    for (let i = 0; i < 40; i++) {
-      if (i % 5 === 4) {
-        issued.push(`n${w}:${i}`);
-        void t.notify("notifications/mark", { mark: `n${w}:${i}` });
-      }
-      issued.push(`${w}:${i}`);
-      // All 64 answers of a round come in one write, so they settle in one delivery; awaited
-      // directly, so what runs in the first round of continuations is held.
-      const r = await t.request("tools/call", { name: "gather", arguments: { count: 64, text: `${w}:${i}` } });
-      expect(r.content[0].text).toBe(`${w}:${i}`);
-    }
-  };
-  await Promise.all(Array.from({ length: 64 }, (_, w) => chain(w)));
-  const history = await t.request("tools/call", { name: "history", arguments: {} });
-  const seen = (JSON.parse(history.content[0].text) as any[])
-    .map((m) => (m.method === "notifications/mark" ? m.params.mark : m.params?.arguments?.text))
-    .filter((mark) => typeof mark === "string");
+  const { issued, seen, wrong } = await issueFromContinuations(await open());
+  expect(wrong).toEqual([]);
   expect(seen).toEqual(issued);
 });
 
