@@ -98,7 +98,10 @@ pub enum Ack {
 /// queue it for a writer task (`Queued`); it hands the frame back when the writer is gone.
 pub trait FrameSink: Send + Sync + 'static {
   fn send(&self, out: Outgoing) -> Result<Sent, Outgoing>;
-  fn hold(&self) {}
+  /// Holds requests until `release` (S7: written together); false if this sink never does.
+  fn hold(&self) -> bool {
+    false
+  }
   fn release(&self) {}
 }
 
@@ -497,8 +500,9 @@ impl Session {
     Ok(ticket)
   }
 
-  pub fn hold_requests(&self) {
-    self.outbox.hold();
+  /// Whether requests are now held until `release_requests`.
+  pub fn hold_requests(&self) -> bool {
+    self.outbox.hold()
   }
 
   pub fn release_requests(&self) {

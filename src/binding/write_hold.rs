@@ -35,7 +35,6 @@ pub fn hold(js: Js, session: &Arc<Session>) {
     let Some(holder) = holder.as_mut() else {
       return;
     };
-    let first = holder.held.is_empty();
     if holder
       .held
       .iter()
@@ -43,10 +42,15 @@ pub fn hold(js: Js, session: &Arc<Session>) {
     {
       return;
     }
-    if first && !queue_release(js, holder) {
+    // Only a sink that holds (a stdio pipe) needs the release; HTTP sends at once.
+    if !session.hold_requests() {
       return;
     }
-    session.hold_requests();
+    if holder.held.is_empty() && !queue_release(js, holder) {
+      // No way to wait for the continuations: nothing stays held.
+      session.release_requests();
+      return;
+    }
     holder.held.push(Arc::downgrade(session));
   });
 }

@@ -95,6 +95,22 @@ impl PipeWriter {
     self.state.lock().unwrap_or_else(|p| p.into_inner())
   }
 
+  /// On an idle pipe, writes `bytes` at once and returns how many went; a partial write
+  /// (EAGAIN, a full pipe, an error) leaves the rest to the writer task, which reports any
+  /// error against its frames. On a busy pipe nothing is written.
+  fn write_now(&self, state: &mut State, bytes: &[u8]) -> usize {
+    if *state != State::Idle {
+      return 0;
+    }
+    // The descriptor stays open while the state is not Closed, and the state cannot change
+    // while the caller holds its lock.
+    let written = crate::sys::process::write(self.fd, bytes).max(0) as usize;
+    if written != bytes.len() {
+      *state = State::Busy;
+    }
+    written
+  }
+
   /// Writes what is held, directly; what does not fit goes to the writer task.
   fn write_held(&self, inner: &mut Inner) {
     let Some(held) = inner.held.as_mut() else {
@@ -109,16 +125,11 @@ impl PipeWriter {
       // The session disconnects once its writer is gone, which rejects these requests.
       return;
     }
-    let mut written = 0;
-    if inner.state == State::Idle {
-      let n = crate::sys::process::write(self.fd, &bytes);
-      written = n.max(0) as usize;
-      if written == bytes.len() {
-        held.bytes = bytes;
-        held.bytes.clear();
-        return;
-      }
-      inner.state = State::Busy;
+    let written = self.write_now(&mut inner.state, &bytes);
+    if written == bytes.len() {
+      held.bytes = bytes;
+      held.bytes.clear();
+      return;
     }
     let mut start = 0;
     for (end, ack) in frames {
@@ -162,11 +173,13 @@ impl WriterTask {
 }
 
 impl FrameSink for PipeWriter {
-  fn hold(&self) {
+  fn hold(&self) -> bool {
     let mut inner = self.state();
-    if inner.held.is_none() && inner.state != State::Closed {
-      inner.held = Some(Held::default());
+    if inner.state == State::Closed {
+      return false;
     }
+    inner.held.get_or_insert_with(Held::default);
+    true
   }
 
   fn release(&self) {
@@ -197,18 +210,9 @@ impl FrameSink for PipeWriter {
     let state = &mut inner.state;
     let mut bytes = out.frame.into_bytes();
     bytes.push(b'\n');
-    let mut written = 0;
-    if *state == State::Idle {
-      // The descriptor stays open while the state is not Closed, and the state cannot
-      // change while we hold its lock.
-      let n = crate::sys::process::write(self.fd, &bytes);
-      if n as usize == bytes.len() {
-        return Ok(Sent::Written);
-      }
-      // EAGAIN (pipe full), a partial write or an error: the writer task takes it from here
-      // and reports any error against this frame.
-      written = n.max(0) as usize;
-      *state = State::Busy;
+    let written = self.write_now(state, &bytes);
+    if written == bytes.len() {
+      return Ok(Sent::Written);
     }
     let method = match out.ack {
       Ack::Notify(_) => crate::protocol::message::method_of(&bytes),
@@ -421,7 +425,7 @@ mod tests {
   #[tokio::test]
   async fn held_requests_wait_for_release_then_go_out_in_order() {
     let mut rig = rig("cat");
-    rig.writer.hold();
+    assert!(rig.writer.hold());
     for id in 1..4 {
       assert_eq!(rig.writer.send(request(id)).ok(), Some(Sent::Queued));
     }
@@ -437,7 +441,7 @@ mod tests {
   #[tokio::test]
   async fn s7_a_notification_or_response_writes_the_held_requests_before_itself() {
     let mut rig = rig("cat");
-    rig.writer.hold();
+    assert!(rig.writer.hold());
     rig.writer.send(request(1)).ok();
     rig.writer.send(request(2)).ok();
     let cancel = r#"{"method":"notifications/cancelled"}"#.to_string();
@@ -462,7 +466,7 @@ mod tests {
   #[tokio::test]
   async fn held_requests_are_written_once_enough_are_held() {
     let mut rig = rig("cat");
-    rig.writer.hold();
+    assert!(rig.writer.hold());
     let last = HOLD_FRAMES as u64;
     for id in 1..=last + 1 {
       rig.writer.send(request(id)).ok();
@@ -478,7 +482,7 @@ mod tests {
   #[tokio::test]
   async fn a_large_request_is_not_held_and_keeps_its_place() {
     let mut rig = rig("cat");
-    rig.writer.hold();
+    assert!(rig.writer.hold());
     rig.writer.send(request(1)).ok();
     let large = format!("{{\"id\":2,\"pad\":\"{}\"}}", "x".repeat(HOLD_BYTES));
     rig
@@ -498,7 +502,7 @@ mod tests {
     let frame = |id: u64| format!("{{\"id\":{id},\"pad\":\"{pad}\"}}");
     let mut expected = String::new();
     for round in 0..20u64 {
-      rig.writer.hold();
+      assert!(rig.writer.hold());
       for i in 0..30 {
         let id = round * 30 + i;
         expected.push_str(&frame(id));
@@ -515,7 +519,7 @@ mod tests {
   #[tokio::test]
   async fn held_requests_are_dropped_not_written_once_the_writer_is_closed() {
     let mut rig = rig("cat");
-    rig.writer.hold();
+    assert!(rig.writer.hold());
     rig.writer.send(request(1)).ok();
     rig.stop.cancel();
     (&mut rig.task).await.unwrap();
