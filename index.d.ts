@@ -162,6 +162,9 @@ export interface MCPOAuthOptions {
   /** A pre-registered client (used before any other identity). */
   clientId?: string;
   clientSecret?: string;
+  /** The authorization server (its issuer identifier) `clientSecret` belongs to; the secret
+   * is presented to no other. Unset, it belongs to the first one it is used with. */
+  issuer?: string;
   /** A Client ID Metadata Document URL, used where the server accepts one (SEP-991). */
   clientMetadataUrl?: string;
   /** `client_name` for dynamic registration (default `mcp-native`). */
@@ -1256,9 +1259,16 @@ export declare function parseSSE(text: string): unknown
 export declare function readResource(connection: MCPServerConnection, uri: string, options?: MCPRequestOptions): Promise<MCPReadResourceResult>
 
 /**
+ * `text` with every secret the client knows how to spot replaced by `[redacted]`: secret
+ * query parameters and userinfo of URLs in it, `Bearer`/`Basic` credentials, secret-named
+ * `name: value` pairs. What every error message of this package already went through.
+ */
+export declare function redactSecrets(text: string): string
+
+/**
  * A4: `url` for a log line: the values of query parameters whose name matches
- * `/key|token|secret|auth/i` become `[redacted]`; text that is not a URL keeps only what
- * precedes its `?`.
+ * `/key|token|secret|auth/i` (and passwords, signatures, credentials) become `[redacted]`,
+ * as does the userinfo; text that is not a URL keeps only what precedes its `?`.
  */
 export declare function redactUrlForLog(url: string): string
 

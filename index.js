@@ -870,6 +870,7 @@ module.exports.McpNotificationMethods = nativeBinding.McpNotificationMethods
 module.exports.mergeMCPHeaders = nativeBinding.mergeMCPHeaders
 module.exports.parseSSE = nativeBinding.parseSSE
 module.exports.readResource = nativeBinding.readResource
+module.exports.redactSecrets = nativeBinding.redactSecrets
 module.exports.redactUrlForLog = nativeBinding.redactUrlForLog
 module.exports.resolveSSEConnectTimeoutMs = nativeBinding.resolveSSEConnectTimeoutMs
 module.exports.resolveStdioSpawnCommand = nativeBinding.resolveStdioSpawnCommand

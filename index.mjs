@@ -43,6 +43,7 @@ export const {
   parseMCPToolName,
   parseSSE,
   readResource,
+  redactSecrets,
   redactUrlForLog,
   resolveSSEConnectTimeoutMs,
   resolveStdioSpawnCommand,

@@ -162,6 +162,9 @@ export interface MCPOAuthOptions {
   /** A pre-registered client (used before any other identity). */
   clientId?: string;
   clientSecret?: string;
+  /** The authorization server (its issuer identifier) `clientSecret` belongs to; the secret
+   * is presented to no other. Unset, it belongs to the first one it is used with. */
+  issuer?: string;
   /** A Client ID Metadata Document URL, used where the server accepts one (SEP-991). */
   clientMetadataUrl?: string;
   /** `client_name` for dynamic registration (default `mcp-native`). */

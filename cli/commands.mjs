@@ -1,7 +1,7 @@
 // The subcommands, each a short script over the library's public API: MCPClient for one
 // server, MCPManager for the configured set. Each returns its exit code.
 import { performance } from "node:perf_hooks";
-import { MCPClient, MCPManager } from "../index.js";
+import { MCPClient, MCPManager, redactSecrets } from "../index.js";
 import { connectError, EXIT, requestError, usageError } from "./errors.mjs";
 import { describeConfig, loadConfigFile, resolveTarget } from "./targets.mjs";
 import { credentialKey, isHttp, loopbackLogin, notHttp, tokenStore, withStoredLogin } from "./login.mjs";
@@ -290,7 +290,8 @@ async function servers(ctx) {
   const names = [...new Set([...manager.getAllServerNames(), ...result.errors.keys()])].sort();
   const rows = names.map((name) => {
     const connection = manager.getConnection(name);
-    const error = result.errors.get(name) ?? null;
+    const failure = result.errors.get(name);
+    const error = failure === undefined ? null : redactSecrets(String(failure));
     const toolNames = (connection?.tools ?? []).map((tool) => tool.name);
     return {
       name,

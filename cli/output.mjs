@@ -1,6 +1,8 @@
 // Everything the CLI prints. People get aligned tables (coloured and cut to the terminal's
 // width on a TTY); scripts get --json, one document on stdout. Progress and diagnostics go
-// to stderr, and the progress line only to a terminal, so a pipe never sees it.
+// to stderr, and the progress line only to a terminal, so a pipe never sees it. Every
+// diagnostic passes the library's redaction: no URL secret, token or password reaches stderr.
+import { redactSecrets } from "../index.js";
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const CLEAR_LINE = "\r\x1b[2K";
@@ -18,7 +20,7 @@ export function createOutput({ stdout = process.stdout, stderr = process.stderr,
   // Diagnostics must not land in the middle of a spinner frame.
   const toStderr = (text) => {
     activeProgress?.clear();
-    stderr.write(text);
+    stderr.write(redactSecrets(text));
     activeProgress?.draw();
   };
 

@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { basename, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { MCPManager } from "../index.js";
+import { MCPManager, redactSecrets } from "../index.js";
 import { usageError } from "./errors.mjs";
 
 export const EXAMPLE_SERVER = fileURLToPath(new URL("../example/server.mjs", import.meta.url));
@@ -52,7 +52,9 @@ export async function resolveTarget(targetName, options) {
   }
   if (options.url) {
     const config = { type: options.sse ? "sse" : "http", url: options.url, ...(options.header.length ? { headers: Object.fromEntries(options.header) } : {}) };
-    return withTimeout({ name: options.url, label: options.url, config }, options);
+    // The URL names the connection in messages and output: without its secrets.
+    const shown = redactSecrets(options.url);
+    return withTimeout({ name: shown, label: shown, config }, options);
   }
   if (targetName === undefined) return exampleTarget(options);
 
@@ -98,7 +100,7 @@ function withTimeout(target, options) {
 
 /** One line saying how a config is reached, for people (paths shortened, args quoted). */
 export function describeConfig(config) {
-  if (config.type === "http" || config.type === "sse") return `${config.type} ${config.url}`;
+  if (config.type === "http" || config.type === "sse") return `${config.type} ${redactSecrets(config.url)}`;
   const command = config.command === process.execPath ? basename(process.execPath) : config.command;
   const cwd = process.cwd() + sep;
   const args = (config.args ?? []).map((arg) => (arg.startsWith(cwd) ? relative(process.cwd(), arg) : arg));

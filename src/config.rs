@@ -281,6 +281,7 @@ fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option
   let settings = OAuthSettings {
     client_id: text("clientId")?,
     client_secret: text("clientSecret")?,
+    issuer: text("issuer")?,
     client_metadata_url: text("clientMetadataUrl")?,
     client_name: text("clientName")?,
     scope: text("scope")?,

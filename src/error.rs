@@ -79,6 +79,9 @@ pub enum CoreError {
     message: String,
     code: Option<String>,
   },
+  /// H3: the server's `Mcp-Session-Id` holds something other than visible ASCII.
+  #[error("Invalid Mcp-Session-Id from server: only visible ASCII (0x21-0x7E) is allowed")]
+  InvalidSessionId,
   /// O4: an OAuth step failed; the message names the step and the server's words.
   #[error("OAuth: {message}")]
   OAuth {
@@ -98,12 +101,21 @@ pub enum CoreError {
   /// A24: an origin-locked fetch met a redirect it does not follow.
   #[error(transparent)]
   Redirect(#[from] crate::protocol::redirects::RedirectError),
+  /// A22/H11: a legacy server's `endpoint` event named no URL, or one on another origin.
+  #[error(transparent)]
+  Endpoint(#[from] crate::protocol::destination::EndpointError),
   /// A22/A23: the legacy HTTP+SSE transport's own failures.
   #[error(transparent)]
   LegacySse(#[from] crate::transport::legacy_sse::LegacySseError),
 }
 
 impl CoreError {
+  /// The JS `Error`'s message: `Display` with every secret redacted (URLs with userinfo or
+  /// secret parameters, credentials a server echoed back).
+  pub fn message(&self) -> String {
+    crate::redaction::redact_secrets(&self.to_string())
+  }
+
   /// The `code` property of the JS error, where the contract gives one as a string.
   pub fn string_code(&self) -> Option<&str> {
     match self {

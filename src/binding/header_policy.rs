@@ -204,7 +204,7 @@ pub fn mcp_fetch(
           }
           crate::protocol::redirects::Hop::Refuse(error) => {
             discard_body(js, response.get(js));
-            let message = error.to_string();
+            let message = crate::redaction::redact_secrets(&error.to_string());
             return Err(host.hold(js.error(super::js::ErrorKind::Error, &message)));
           }
         }

@@ -9,7 +9,7 @@ pub fn to_js(js: Js, error: &CoreError) -> Value {
       return syntax_error;
     }
   }
-  let value = js.error(ErrorKind::Error, &error.to_string());
+  let value = js.error(ErrorKind::Error, &error.message());
   match error {
     // T4: the agent sets both, `data` even when the server sent none.
     CoreError::Rpc { code, data, .. } => {

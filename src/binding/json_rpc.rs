@@ -44,6 +44,7 @@ fn log_failure(js: Js, logger: Value, message: &str, url: &str, method: &str) {
     return;
   };
   let url = crate::redaction::redact_url_for_log(url);
+  let message = &crate::redaction::redact_secrets(message);
   let context = js
     .json_parse(&serde_json::json!({ "url": url, "method": method, "error": message }).to_string());
   let context = context.unwrap_or_else(|_| js.undefined());
@@ -123,11 +124,19 @@ pub fn call_mcp(
 }
 
 /// A4: `url` for a log line: the values of query parameters whose name matches
-/// `/key|token|secret|auth/i` become `[redacted]`; text that is not a URL keeps only what
-/// precedes its `?`.
+/// `/key|token|secret|auth/i` (and passwords, signatures, credentials) become `[redacted]`,
+/// as does the userinfo; text that is not a URL keeps only what precedes its `?`.
 #[napi(js_name = "redactUrlForLog")]
 pub fn redact_url_for_log(url: String) -> String {
   crate::redaction::redact_url_for_log(&url)
+}
+
+/// `text` with every secret the client knows how to spot replaced by `[redacted]`: secret
+/// query parameters and userinfo of URLs in it, `Bearer`/`Basic` credentials, secret-named
+/// `name: value` pairs. What every error message of this package already went through.
+#[napi(js_name = "redactSecrets")]
+pub fn redact_secrets(text: String) -> String {
+  crate::redaction::redact_secrets(&text)
 }
 
 /// A1: the protocol version the agent offers.

@@ -139,6 +139,24 @@ fn split(scope: &str) -> Vec<String> {
   scope.split_ascii_whitespace().map(str::to_string).collect()
 }
 
+/// A pre-registered client's secret belongs to the authorization server it was registered
+/// with: the configured `issuer`, else the one the stored credential of that same client
+/// was first obtained from. `Err` names that server when `issuer` is another one.
+pub fn secret_owner_mismatch<'a>(
+  configured: Option<&'a str>,
+  stored: Option<&'a Credential>,
+  client_id: &str,
+  issuer: &str,
+) -> Result<(), &'a str> {
+  let first_used = stored
+    .filter(|c| !c.client.registered && c.client.client_id == client_id && !c.issuer.is_empty())
+    .map(|c| c.issuer.as_str());
+  match configured.or(first_used) {
+    Some(owner) if owner != issuer => Err(owner),
+    _ => Ok(()),
+  }
+}
+
 /// The token endpoint's client authentication: what registration said, else the best the
 /// server advertises for a client with (or without) a secret. RFC 8414 makes
 /// `client_secret_basic` the default when nothing is advertised.
@@ -174,6 +192,43 @@ pub fn registration_auth_method(supported: Option<&[String]>) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+  #[test]
+  fn a_client_secret_stays_with_its_authorization_server() {
+    let stored = |issuer: &str, client_id: &str, registered: bool| Credential {
+      issuer: issuer.to_string(),
+      resource: "http://127.0.0.1:1/mcp".to_string(),
+      token_endpoint: format!("{issuer}/token"),
+      client: Client {
+        client_id: client_id.to_string(),
+        client_secret: Some("s".to_string()),
+        auth_method: "client_secret_basic".to_string(),
+        registered,
+        redirect_uri: None,
+      },
+      tokens: None,
+      scopes: Vec::new(),
+      dpop_key: None,
+    };
+    let (a, b) = ("http://a.test", "http://b.test");
+    // Nothing configured or stored: the first use records the owner.
+    assert_eq!(secret_owner_mismatch(None, None, "c", b), Ok(()));
+    assert_eq!(secret_owner_mismatch(Some(a), None, "c", a), Ok(()));
+    assert_eq!(secret_owner_mismatch(Some(a), None, "c", b), Err(a));
+    let first = stored(a, "c", false);
+    assert_eq!(secret_owner_mismatch(None, Some(&first), "c", b), Err(a));
+    assert_eq!(secret_owner_mismatch(None, Some(&first), "c", a), Ok(()));
+    // The configured owner wins over the stored one.
+    assert_eq!(secret_owner_mismatch(Some(b), Some(&first), "c", b), Ok(()));
+    // A dynamically registered client, or another client id, says nothing of this secret.
+    let registered = stored(a, "c", true);
+    assert_eq!(
+      secret_owner_mismatch(None, Some(&registered), "c", b),
+      Ok(())
+    );
+    let other = stored(a, "d", false);
+    assert_eq!(secret_owner_mismatch(None, Some(&other), "c", b), Ok(()));
+  }
+
   use super::*;
 
   fn strings(items: &[&str]) -> Vec<String> {

@@ -656,6 +656,7 @@ impl Authorizer {
       (c.issuer.is_empty() || c.issuer == issuer)
         && (c.resource.is_empty() || c.resource == context.resource)
     });
+    self.check_secret_owner(state.credential.as_ref(), &issuer)?;
     let client = self.client(previous.as_ref(), &context).await?;
     if self.settings.provider && client.registered {
       // Kept at once: a two-step flow stops at the user agent, before any token.
@@ -728,7 +729,13 @@ impl Authorizer {
             ));
           }
           Some(resource) => resource,
-          None => self.key.clone(),
+          // RFC 9728 §3.3: the client checks `resource` against what it asked about.
+          None => {
+            return Err(oauth(
+              Step::Discovery,
+              "protected resource metadata discovery failed: the metadata names no resource",
+            ))
+          }
         };
         let issuer = metadata
           .authorization_servers
@@ -808,6 +815,24 @@ impl Authorizer {
       return Ok(ServerMetadata::legacy_defaults(issuer));
     }
     Err(failed(format!("no metadata found for {issuer}")))
+  }
+
+  /// A pre-registered `clientSecret` is presented only to the authorization server it
+  /// belongs to (`oauth.issuer`, else the first one it was used with).
+  fn check_secret_owner(&self, stored: Option<&Credential>, issuer: &str) -> Result<(), CoreError> {
+    let (Some(client_id), Some(_)) = (&self.settings.client_id, &self.settings.client_secret)
+    else {
+      return Ok(());
+    };
+    let configured = self.settings.issuer.as_deref();
+    credential::secret_owner_mismatch(configured, stored, client_id, issuer).map_err(|owner| {
+      oauth(
+        Step::Discovery,
+        format!(
+          "the server names authorization server {issuer}, but the client secret of {client_id} is for {owner}; it is not presented elsewhere"
+        ),
+      )
+    })
   }
 
   /// O2 client identity: pre-registered, else a Client ID Metadata Document where the server

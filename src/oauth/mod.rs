@@ -59,6 +59,9 @@ pub enum Grant {
 pub struct OAuthSettings {
   pub client_id: Option<String>,
   pub client_secret: Option<String>,
+  /// The authorization server `client_secret` was issued by; unset, the first one the
+  /// secret is used with.
+  pub issuer: Option<String>,
   pub client_metadata_url: Option<String>,
   pub client_name: Option<String>,
   pub scope: Option<String>,
@@ -90,6 +93,7 @@ impl std::fmt::Debug for OAuthSettings {
     f.debug_struct("OAuthSettings")
       .field("client_id", &self.client_id)
       .field("client_secret", &redacted(&self.client_secret))
+      .field("issuer", &self.issuer)
       .field("client_metadata_url", &self.client_metadata_url)
       .field("scope", &self.scope)
       .field("redirect_uri", &self.redirect_uri)

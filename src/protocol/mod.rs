@@ -1,4 +1,5 @@
 //! Pure JSON-RPC 2.0 logic: framing, message classification, outgoing frames.
+pub mod destination;
 pub mod framing;
 pub mod header_policy;
 pub mod headers;
@@ -9,6 +10,7 @@ pub mod parse_sse;
 pub mod plain_notification;
 pub mod redirects;
 pub mod resumption;
+pub mod session_id;
 pub mod sse;
 pub mod subscriptions;
 pub mod tool_headers;

@@ -1,26 +1,19 @@
-//! A24 `headerPolicy: "origin-locked"`: redirects are followed by hand, at most five, and
-//! only what the client generates goes to an origin other than the configured one.
+//! Redirects, followed by hand so that every hop passes `destination`'s rule (configured
+//! headers only to the configured origin). Unlocked, as `fetch` follows them (A24); with
+//! `headerPolicy: "origin-locked"`, at most five and never by changing the method.
 use reqwest::Url;
 
-/// More hops than this and the fetch fails.
+/// More hops than this and an origin-locked fetch fails.
 pub const MAX_HOPS: usize = 5;
-
-/// Headers the client generates (the protocol's own): the only ones another origin gets.
-/// N4's routing and parameter headers say what the body, which goes there too, says.
-const GENERATED: [&str; 7] = [
-  "content-type",
-  "accept",
-  "mcp-session-id",
-  "mcp-protocol-version",
-  "last-event-id",
-  super::headers::METHOD_HEADER,
-  super::headers::NAME_HEADER,
-];
+/// More hops than this and an unlocked fetch fails (the Fetch standard's limit).
+pub const FETCH_MAX_HOPS: usize = 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RedirectError {
   #[error("Too many redirects (> {MAX_HOPS}) fetching {0}")]
   TooMany(String),
+  #[error("Too many redirects (> {FETCH_MAX_HOPS}) fetching {0}")]
+  TooManyForFetch(String),
   /// Following would turn the request into a GET (or resend a body it should not).
   #[error("HTTP {status}: server redirected a {method} request; refusing to follow")]
   MethodChange { status: u16, method: String },
@@ -64,13 +57,43 @@ pub fn next_hop(
   Hop::Follow(next)
 }
 
-/// Whether header `name` may go to `url` when the configured server is `configured`.
-pub fn may_send(configured: &Url, url: &Url, name: &str) -> bool {
-  configured.origin() == url.origin()
-    || GENERATED.iter().any(|ours| name.eq_ignore_ascii_case(ours))
-    || name
-      .get(..10)
-      .is_some_and(|prefix| prefix.eq_ignore_ascii_case("mcp-param-"))
+/// What `fetch` does with one answer (unlocked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchHop {
+  Answer,
+  /// Fetch `url` next; `as_get`: as a GET without the body (a 303 answering anything but a
+  /// GET or HEAD, a 301 or 302 answering a POST).
+  Follow {
+    url: Url,
+    as_get: bool,
+  },
+  Refuse(RedirectError),
+}
+
+/// The next step of an unlocked fetch of `fetching`, as the Fetch standard takes it.
+pub fn fetch_next_hop(
+  fetching: &Url,
+  current: &Url,
+  method: &str,
+  status: u16,
+  location: Option<&str>,
+  hops: usize,
+) -> FetchHop {
+  if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+    return FetchHop::Answer;
+  }
+  let Some(url) = location.and_then(|l| current.join(l).ok()) else {
+    return FetchHop::Answer;
+  };
+  if hops >= FETCH_MAX_HOPS {
+    return FetchHop::Refuse(RedirectError::TooManyForFetch(fetching.to_string()));
+  }
+  let as_get = match status {
+    303 => !method.eq_ignore_ascii_case("GET") && !method.eq_ignore_ascii_case("HEAD"),
+    301 | 302 => method.eq_ignore_ascii_case("POST"),
+    _ => false,
+  };
+  FetchHop::Follow { url, as_get }
 }
 
 #[cfg(test)]
@@ -127,15 +150,61 @@ mod tests {
   }
 
   #[test]
-  fn a24_only_generated_headers_cross_origins() {
-    let configured = url("http://127.0.0.1:1/mcp");
-    let same = url("http://127.0.0.1:1/other");
-    let other = url("http://localhost:1/mcp");
-    assert!(may_send(&configured, &same, "X-Key"));
-    assert!(!may_send(&configured, &other, "X-Key"));
-    assert!(!may_send(&configured, &other, "authorization"));
-    assert!(may_send(&configured, &other, "Mcp-Session-Id"));
-    assert!(may_send(&configured, &other, "Accept"));
-    assert!(may_send(&configured, &other, "Mcp-Param-Region"));
+  fn a24_unlocked_follows_as_fetch_does() {
+    let start = url("http://127.0.0.1:1/mcp");
+    let follow =
+      |status, method| fetch_next_hop(&start, &start, method, status, Some("http://b.test/x"), 0);
+    let to = url("http://b.test/x");
+    assert_eq!(
+      follow(307, "POST"),
+      FetchHop::Follow {
+        url: to.clone(),
+        as_get: false
+      }
+    );
+    assert_eq!(
+      follow(308, "DELETE"),
+      FetchHop::Follow {
+        url: to.clone(),
+        as_get: false
+      }
+    );
+    assert_eq!(
+      follow(302, "POST"),
+      FetchHop::Follow {
+        url: to.clone(),
+        as_get: true
+      }
+    );
+    assert_eq!(
+      follow(301, "DELETE"),
+      FetchHop::Follow {
+        url: to.clone(),
+        as_get: false
+      }
+    );
+    assert_eq!(
+      follow(303, "DELETE"),
+      FetchHop::Follow {
+        url: to.clone(),
+        as_get: true
+      }
+    );
+    assert_eq!(
+      follow(303, "GET"),
+      FetchHop::Follow {
+        url: to,
+        as_get: false
+      }
+    );
+    assert_eq!(follow(200, "GET"), FetchHop::Answer);
+    assert_eq!(
+      fetch_next_hop(&start, &start, "GET", 302, Some("/x"), FETCH_MAX_HOPS),
+      FetchHop::Refuse(RedirectError::TooManyForFetch(start.to_string()))
+    );
+    assert_eq!(
+      RedirectError::TooManyForFetch(start.to_string()).to_string(),
+      "Too many redirects (> 20) fetching http://127.0.0.1:1/mcp"
+    );
   }
 }

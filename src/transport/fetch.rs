@@ -1,26 +1,23 @@
-//! A24: how both HTTP transports fetch. Unlocked, reqwest follows redirects as `fetch`
-//! does; with `headerPolicy: "origin-locked"` the client follows none itself and each hop
-//! is decided by `protocol::redirects`.
+//! How both HTTP transports fetch: redirects are followed here, never by reqwest, so every
+//! hop passes the one origin rule (`protocol::destination`): the configured headers go only
+//! to the configured origin. Unlocked, the hops are those `fetch` takes (A24); with
+//! `headerPolicy: "origin-locked"` they are `protocol::redirects`' stricter ones.
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, LOCATION};
+use reqwest::header::{HeaderMap, CONTENT_TYPE, LOCATION};
 use reqwest::{Client, Method, Response, Url};
 
 use super::http::network_error;
 use crate::error::CoreError;
-use crate::protocol::redirects::{self, Hop};
+use crate::protocol::destination;
+use crate::protocol::redirects::{self, FetchHop, Hop};
 
-/// The client builder for a transport: an origin-locked one never redirects on its own.
-pub fn client_builder(origin_locked: bool) -> reqwest::ClientBuilder {
-  let builder = super::http_client_builder();
-  if origin_locked {
-    builder.redirect(reqwest::redirect::Policy::none())
-  } else {
-    builder
-  }
+/// The client builder for a transport: it follows no redirect on its own.
+pub fn client_builder() -> reqwest::ClientBuilder {
+  super::http_client_builder().redirect(reqwest::redirect::Policy::none())
 }
 
-/// One request. `locked_to` is the configured URL of an origin-locked transport: headers
-/// other than the generated ones go only to its origin, and redirects are followed by hand.
+/// One request to `url`. `locked_to` is the configured URL of an origin-locked transport;
+/// unlocked, `url`'s origin is the one the headers belong to.
 pub async fn send(
   client: &Client,
   locked_to: Option<&Url>,
@@ -29,29 +26,26 @@ pub async fn send(
   headers: HeaderMap,
   body: Option<Bytes>,
 ) -> Result<Response, CoreError> {
-  let request = |at: &Url, headers: HeaderMap| {
-    let builder = client.request(method.clone(), at.clone()).headers(headers);
-    match &body {
-      Some(body) => builder.body(body.clone()),
-      None => builder,
-    }
-  };
-  let Some(configured) = locked_to else {
-    return request(url, headers)
-      .send()
-      .await
-      .map_err(|e| network_error(url, &e));
-  };
+  let configured = locked_to.unwrap_or(url);
+  let mut method = method;
+  let mut body = body;
+  let mut headers = headers;
   let mut current = url.clone();
   let mut hops = 0;
   loop {
     let mut sent = HeaderMap::new();
     for (name, value) in &headers {
-      if redirects::may_send(configured, &current, name.as_str()) {
+      if destination::may_send(configured, &current, name.as_str()) {
         sent.append(name.clone(), value.clone());
       }
     }
-    let response = request(&current, sent)
+    let mut request = client
+      .request(method.clone(), current.clone())
+      .headers(sent);
+    if let Some(body) = &body {
+      request = request.body(body.clone());
+    }
+    let response = request
       .send()
       .await
       .map_err(|e| network_error(&current, &e))?;
@@ -60,13 +54,30 @@ pub async fn send(
       .get(LOCATION)
       .and_then(|v| v.to_str().ok());
     let status = response.status().as_u16();
-    match redirects::next_hop(url, &current, method.as_str(), status, location, hops) {
-      Hop::Answer => return Ok(response),
-      Hop::Follow(next) => {
-        current = next;
-        hops += 1;
+    let next = match locked_to {
+      Some(_) => {
+        match redirects::next_hop(url, &current, method.as_str(), status, location, hops) {
+          Hop::Answer => return Ok(response),
+          Hop::Follow(next) => next,
+          Hop::Refuse(error) => return Err(error.into()),
+        }
       }
-      Hop::Refuse(error) => return Err(error.into()),
-    }
+      None => {
+        match redirects::fetch_next_hop(url, &current, method.as_str(), status, location, hops) {
+          FetchHop::Answer => return Ok(response),
+          FetchHop::Follow { url: next, as_get } => {
+            if as_get {
+              method = Method::GET;
+              body = None;
+              headers.remove(CONTENT_TYPE);
+            }
+            next
+          }
+          FetchHop::Refuse(error) => return Err(error.into()),
+        }
+      }
+    };
+    current = next;
+    hops += 1;
   }
 }

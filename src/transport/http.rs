@@ -20,6 +20,7 @@ use crate::error::{errno_name, CoreError};
 use crate::oauth::challenge::Challenge;
 use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
+use crate::protocol::destination::{self, EndpointError};
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::protocol::sse::{SseEvent, SseItem, SseParser};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
@@ -116,7 +117,7 @@ impl HttpTransport {
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
     // H10: one pool per transport; proxies from HTTPS_PROXY/HTTP_PROXY/NO_PROXY.
-    let client = crate::transport::fetch::client_builder(config.origin_locked)
+    let client = crate::transport::fetch::client_builder()
       .build()
       .map_err(|e| network_error(&config.url, &e))?;
     let headers = compose_headers(&config.headers);
@@ -325,17 +326,18 @@ impl Shared {
     self.config.origin_locked.then_some(&self.config.url)
   }
 
-  /// H3: any response may carry the session id.
-  fn capture_session(&self, response: &Response) {
-    if let Some(id) = response
-      .headers()
-      .get(SESSION_HEADER)
-      .and_then(|v| v.to_str().ok())
-    {
-      if let Ok(mut stored) = self.session_id.lock() {
-        *stored = Some(id.to_string());
-      }
+  /// H3: any response may carry the session id; one the spec does not allow fails the
+  /// exchange and is never stored (so never sent back).
+  fn capture_session(&self, response: &Response) -> Result<(), CoreError> {
+    let Some(value) = response.headers().get(SESSION_HEADER) else {
+      return Ok(());
+    };
+    let id =
+      crate::protocol::session_id::parse(value.as_bytes()).ok_or(CoreError::InvalidSessionId)?;
+    if let Ok(mut stored) = self.session_id.lock() {
+      *stored = Some(id.to_string());
     }
+    Ok(())
   }
 
   /// H2: defaults, then config headers, then the session id and the negotiated version.
@@ -560,7 +562,7 @@ impl Shared {
     let body = Some(bytes::Bytes::from(frame));
     let response =
       fetch::send(&client, self.locked_to(), Method::POST, &url, headers, body).await?;
-    self.capture_session(&response);
+    self.capture_session(&response)?;
     if let (Some(auth), Some(nonce)) = (&self.auth, dpop_nonce(&response)) {
       auth.note_resource_nonce(&nonce);
     }
@@ -570,8 +572,8 @@ impl Shared {
   /// O2: the flow's token (`Bearer`, or O5's `DPoP` with a fresh proof for `method` on
   /// `url`), over any configured `Authorization`; the token goes back.
   async fn present(&self, headers: &mut HeaderMap, method: &str, url: &Url) -> Option<String> {
-    // The token is for the server: never for a legacy endpoint on another origin.
-    if url.origin() != self.config.url.origin() {
+    // The token is for the server's origin only.
+    if !destination::carries_credentials(&self.config.url, url) {
       return None;
     }
     let presented = self.auth.as_ref()?.present(method, url.as_str()).await?;
@@ -888,7 +890,7 @@ async fn send_request(
     };
     frame = kept;
     let again = if out.subscription {
-      backoff.next_attempt(true)
+      backoff.next_attempt(true, now())
     } else {
       (!resent).then_some(Attempt {
         from: None,
@@ -1076,7 +1078,7 @@ async fn post_with_legacy_probe(
     *mode = Mode::Streamable;
     return Ok(Posted::Refused(refusal));
   }
-  match open_legacy_stream(shared, session).await {
+  match open_legacy_stream(shared, session).await? {
     Some(endpoint) => {
       *mode = Mode::Legacy {
         endpoint: endpoint.clone(),
@@ -1092,19 +1094,27 @@ async fn post_with_legacy_probe(
 }
 
 /// H11: GET the SSE endpoint; on an `endpoint` event, keep reading the stream for answers
-/// in the background and return the POST URL.
-async fn open_legacy_stream(shared: &Shared, session: &Arc<Session>) -> Option<Url> {
+/// in the background and return the POST URL. An endpoint on another origin is refused
+/// (the configured headers would follow every POST there).
+async fn open_legacy_stream(
+  shared: &Shared,
+  session: &Arc<Session>,
+) -> Result<Option<Url>, CoreError> {
   let Opened::Stream(events) = open_stream(shared, session, None).await else {
-    return None;
+    return Ok(None);
   };
   let mut events = *events;
   let endpoint = loop {
-    match events.next().await? {
-      Ok(ReadItem::Event(event)) if event.event.as_deref() == Some("endpoint") => {
-        break shared.config.url.join(event.data.trim()).ok()?;
+    match events.next().await {
+      Some(Ok(ReadItem::Event(event))) if event.event.as_deref() == Some("endpoint") => {
+        match destination::legacy_endpoint(&shared.config.url, &event.data) {
+          Ok(endpoint) => break endpoint,
+          Err(EndpointError::Invalid(_)) => return Ok(None),
+          Err(mismatch) => return Err(mismatch.into()),
+        }
       }
-      Ok(_) => continue,
-      Err(_) => return None,
+      Some(Ok(_)) => continue,
+      Some(Err(_)) | None => return Ok(None),
     }
   };
   let session = session.clone();
@@ -1125,7 +1135,7 @@ async fn open_legacy_stream(shared: &Shared, session: &Arc<Session>) -> Option<U
       }
     }
   });
-  Some(endpoint)
+  Ok(Some(endpoint))
 }
 
 fn listener_headers(shared: &Shared, session: &Session) -> HeaderMap {
@@ -1181,7 +1191,7 @@ async fn listen(
     drop(events);
     let attempt = resumption
       .progressed()
-      .then(|| resumption.next_attempt(false))
+      .then(|| resumption.next_attempt(false, now()))
       .flatten();
     let Some(attempt) = attempt else {
       if let Err(error) = ended {
@@ -1209,7 +1219,7 @@ async fn follow_answer(
     if matches!(ended, Err(CoreError::InvalidJson(_))) || !session.is_pending(id) {
       return ended;
     }
-    let Some(attempt) = resumption.next_attempt(false) else {
+    let Some(attempt) = resumption.next_attempt(false, now()) else {
       // Once resumed, running out of attempts is "no response", whatever broke last.
       return if resumed { Ok(()) } else { ended };
     };
@@ -1222,6 +1232,11 @@ async fn follow_answer(
       Opened::Expired { .. } => return Ok(()),
     }
   }
+}
+
+/// The clock the reopen rate is counted on (tokio's, so paused-clock tests see it move).
+fn now() -> std::time::Instant {
+  tokio::time::Instant::now().into_std()
 }
 
 /// One stream (re)opened by GET.
@@ -1247,7 +1262,7 @@ async fn resume(
   loop {
     tokio::time::sleep(attempt.wait).await;
     match open_stream(shared, session, attempt.from.as_deref()).await {
-      Opened::Failed(error) => match resumption.next_attempt(true) {
+      Opened::Failed(error) => match resumption.next_attempt(true, now()) {
         Some(next) => attempt = next,
         None => return Opened::Failed(error),
       },
@@ -1294,7 +1309,9 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
       Err(error) => return Opened::Failed(error),
     };
   }
-  shared.capture_session(&response);
+  if let Err(error) = shared.capture_session(&response) {
+    return Opened::Failed(error);
+  }
   if response.status() == reqwest::StatusCode::NOT_FOUND && used.is_some() {
     return Opened::Expired { used };
   }

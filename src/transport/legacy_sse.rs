@@ -24,6 +24,7 @@ use super::http::{
   HostThroughEvents, ReadItem,
 };
 use crate::error::CoreError;
+use crate::protocol::destination::legacy_endpoint;
 use crate::protocol::header_policy::{merge, same_name};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
 use crate::transport::fetch;
@@ -64,11 +65,6 @@ pub enum LegacySseError {
   /// A25: the GET was answered, but not with an event stream (a Streamable HTTP server).
   #[error("Legacy SSE response is not an event stream: {0}")]
   NotEventStream(String),
-  #[error("Legacy SSE endpoint origin mismatch: expected {expected}, received {received}")]
-  OriginMismatch { expected: String, received: String },
-  /// The `endpoint` event's data is not a URL, even relative to the configured one.
-  #[error("Legacy SSE endpoint is not a valid URL: {0}")]
-  InvalidEndpoint(String),
   /// A22: the stream ended before its `endpoint` event.
   #[error("Legacy SSE endpoint event not received")]
   NoEndpoint,
@@ -139,7 +135,7 @@ impl LegacySseTransport {
     runtime: &Handle,
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
-    let client = crate::transport::fetch::client_builder(config.origin_locked)
+    let client = crate::transport::fetch::client_builder()
       .build()
       .map_err(|e| network_error(&config.url, &e))?;
     let (outbox, outgoing) = mpsc::unbounded_channel();
@@ -356,22 +352,6 @@ fn request_headers(configured: &[(String, String)], generated: &[(&str, &str)]) 
   headers
 }
 
-/// A22: the POST URL an `endpoint` event names, resolved against the configured URL; it
-/// must be on the same origin (the configured headers, credentials among them, go there).
-fn endpoint_url(base: &Url, data: &str) -> Result<Url, LegacySseError> {
-  let endpoint = base
-    .join(data.trim())
-    .map_err(|_| LegacySseError::InvalidEndpoint(data.to_string()))?;
-  let (expected, received) = (
-    base.origin().ascii_serialization(),
-    endpoint.origin().ascii_serialization(),
-  );
-  if endpoint.origin() != base.origin() {
-    return Err(LegacySseError::OriginMismatch { expected, received });
-  }
-  Ok(endpoint)
-}
-
 /// `work`, unless `deadline` passes first (`None`).
 async fn before<T>(
   deadline: Option<Instant>,
@@ -409,7 +389,7 @@ async fn find_endpoint(shared: &Shared) -> Result<(Url, EventReader), CoreError>
   while let Some(item) = events.next().await {
     if let ReadItem::Event(event) = item? {
       if event.event.as_deref() == Some("endpoint") {
-        return Ok((endpoint_url(url, &event.data)?, events));
+        return Ok((legacy_endpoint(url, &event.data)?, events));
       }
     }
   }
@@ -589,10 +569,6 @@ mod tests {
   use tokio::io::{AsyncReadExt, AsyncWriteExt};
   use tokio::net::{TcpListener, TcpStream};
 
-  fn url(text: &str) -> Url {
-    Url::parse(text).unwrap()
-  }
-
   #[test]
   fn a25_which_legacy_failures_fall_back_to_streamable_http() {
     for status in [400, 404, 405, 406] {
@@ -606,33 +582,6 @@ mod tests {
     assert!(!falls_back_to_streamable_http(
       None,
       "Legacy SSE endpoint event not received"
-    ));
-  }
-
-  #[test]
-  fn a22_the_endpoint_resolves_against_the_url_and_keeps_its_origin() {
-    let base = url("http://127.0.0.1:8080/sse?x=1");
-    assert_eq!(
-      endpoint_url(&base, "/messages?sessionId=a\n")
-        .unwrap()
-        .as_str(),
-      "http://127.0.0.1:8080/messages?sessionId=a"
-    );
-    assert_eq!(
-      endpoint_url(&base, "http://127.0.0.1:8080/m")
-        .unwrap()
-        .as_str(),
-      "http://127.0.0.1:8080/m"
-    );
-    assert_eq!(
-      endpoint_url(&base, "http://evil.example:8080/m")
-        .unwrap_err()
-        .to_string(),
-      "Legacy SSE endpoint origin mismatch: expected http://127.0.0.1:8080, received http://evil.example:8080"
-    );
-    assert!(matches!(
-      endpoint_url(&base, "http://[::1"),
-      Err(LegacySseError::InvalidEndpoint(_))
     ));
   }
 
