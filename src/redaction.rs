@@ -202,7 +202,7 @@ fn redact_pairs(text: &str) -> String {
     let value = if in_query && bytes.get(j) == Some(&b'=') && is_secret_param(name) {
       let start = j + 1;
       Some((start, value_end(text, start, |c| matches!(c, '&' | '#'))))
-    } else if is_secret_field(name) {
+    } else if field_start(bytes, i) && is_secret_field(name) {
       j += count(&bytes[j..], |b| b == b' ');
       if matches!(bytes.get(j), Some(b':' | b'=')) {
         j += 1;
@@ -252,6 +252,16 @@ fn value_end(text: &str, start: usize, stop: impl Fn(char) -> bool) -> usize {
     }
   }
   at
+}
+
+/// Whether a field name may start at `i`: at the start, after a space, a quote or a
+/// separator, not inside a path or a word (`/etc/passwd: …` names no field).
+fn field_start(bytes: &[u8], i: usize) -> bool {
+  i == 0
+    || matches!(
+      bytes[i - 1],
+      b' ' | b'\t' | b'\n' | b'"' | b'\'' | b'{' | b',' | b';' | b'(' | b'['
+    )
 }
 
 fn starts_with_scheme(bytes: &[u8]) -> bool {
@@ -360,6 +370,8 @@ mod tests {
       "Legacy SSE endpoint origin mismatch: expected http://127.0.0.1:1, received http://127.0.0.2:1",
       "Bearer",
       "the token endpoint is down",
+      "fetch failed: file:///etc/passwd: URL scheme is not allowed",
+      "read /home/me/.secret: no such file",
     ] {
       assert_eq!(redact_secrets(text), text);
     }
