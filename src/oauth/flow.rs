@@ -1237,7 +1237,7 @@ pub fn http_client() -> reqwest::Result<reqwest::Client> {
     let same_origin = attempt
       .previous()
       .first()
-      .is_some_and(|first| first.origin() == attempt.url().origin());
+      .is_some_and(|first| crate::protocol::destination::carries_credentials(first, attempt.url()));
     if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
       attempt.follow()
     } else {
