@@ -1,11 +1,12 @@
 #!/bin/sh
-# The whole test suite: Rust checks and unit tests, the addon build, the type test (the
-# agent's usage and its MCPManager subclass compiled against index.d.ts), the Vitest suite
-# (Node), the Bun smoke run, the Bun tests of the agent's subclass and the official MCP
-# conformance suite (client side).
+# The whole test suite: Rust checks, the floors of src/ (no import circle, no arrow up), Rust
+# unit tests, the addon build, the type test (the agent's usage and its MCPManager subclass
+# compiled against index.d.ts), the Vitest suite (Node), the Bun smoke run, the Bun tests of
+# the agent's subclass and the official MCP conformance suite (client side).
 set -eu
 cd "$(dirname "$0")/.."
 cargo fmt --check
+node scripts/layers.mjs
 cargo clippy --all-targets -- -D warnings
 cargo test
 npm run --silent build

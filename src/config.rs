@@ -39,16 +39,6 @@ pub fn timeout<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option<Du
   Ok((ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0)))
 }
 
-/// A20 `resolveSSEConnectTimeoutMs(timeout)`: how long `startSSEListener()` waits for the
-/// GET's answer: 0 when the timeout is off (0, negative or not a number), else a quarter of
-/// it, at least 1 ms and at most a second.
-pub fn sse_connect_timeout_ms(timeout_ms: f64) -> f64 {
-  if timeout_ms.is_nan() || timeout_ms <= 0.0 {
-    return 0.0;
-  }
-  (timeout_ms / 4.0).floor().clamp(1.0, 1000.0)
-}
-
 /// A7: `requestIdFormat`: `"string"` → unique 16-character hex ids; `"number"` (default).
 pub fn string_ids<H: Values>(host: &H, config: &H::Value) -> ConfigResult<bool> {
   match field(host, config, "requestIdFormat")? {
@@ -392,17 +382,6 @@ pub fn transport_kind(kind: Option<&str>) -> Result<TransportKind, String> {
 #[cfg(test)]
 mod tests {
   use super::*;
-
-  #[test]
-  fn a20_the_listener_waits_a_quarter_of_the_timeout_within_1_ms_and_1_s() {
-    assert_eq!(sse_connect_timeout_ms(0.0), 0.0);
-    assert_eq!(sse_connect_timeout_ms(-5.0), 0.0);
-    assert_eq!(sse_connect_timeout_ms(f64::NAN), 0.0);
-    assert_eq!(sse_connect_timeout_ms(2.0), 1.0);
-    assert_eq!(sse_connect_timeout_ms(30_000.0), 1000.0);
-    assert_eq!(sse_connect_timeout_ms(1_001.0), 250.0);
-    assert_eq!(sse_connect_timeout_ms(f64::INFINITY), 1000.0);
-  }
 
   #[test]
   fn transport_kinds() {

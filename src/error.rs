@@ -84,10 +84,7 @@ pub enum CoreError {
   InvalidSessionId,
   /// O4: an OAuth step failed; the message names the step and the server's words.
   #[error("OAuth: {message}")]
-  OAuth {
-    step: crate::oauth::Step,
-    message: String,
-  },
+  OAuth { step: OAuthStep, message: String },
   /// N4: `tools/list` named a tool whose `x-mcp-header` annotations are invalid; it was
   /// left out of the list.
   #[error("MCP server tool \"{tool}\" was left out: {reason}")]
@@ -106,7 +103,7 @@ pub enum CoreError {
   Endpoint(#[from] crate::protocol::destination::EndpointError),
   /// A22/A23: the legacy HTTP+SSE transport's own failures.
   #[error(transparent)]
-  LegacySse(#[from] crate::transport::legacy_sse::LegacySseError),
+  LegacySse(#[from] LegacySseError),
 }
 
 impl CoreError {
@@ -128,6 +125,57 @@ impl CoreError {
       _ => None,
     }
   }
+}
+
+/// O4: the step an OAuth failure happened in; the JS error's `code` is `OAUTH_<STEP>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OAuthStep {
+  Discovery,
+  Metadata,
+  Registration,
+  Authorization,
+  Token,
+  Refresh,
+  Store,
+}
+
+impl OAuthStep {
+  pub fn code(self) -> &'static str {
+    match self {
+      OAuthStep::Discovery => "OAUTH_DISCOVERY",
+      OAuthStep::Metadata => "OAUTH_METADATA",
+      OAuthStep::Registration => "OAUTH_REGISTRATION",
+      OAuthStep::Authorization => "OAUTH_AUTHORIZATION",
+      OAuthStep::Token => "OAUTH_TOKEN",
+      OAuthStep::Refresh => "OAUTH_REFRESH",
+      OAuthStep::Store => "OAUTH_STORE",
+    }
+  }
+}
+
+/// A22/A23: the failures only the legacy HTTP+SSE protocol has; `Display` is the contract's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LegacySseError {
+  /// A22: a 2xx answer to the GET that fetch would give a null body (204, 205).
+  #[error("Legacy SSE response did not include a body")]
+  NoBody,
+  /// A25: the GET was answered, but not with an event stream (a Streamable HTTP server).
+  #[error("Legacy SSE response is not an event stream: {0}")]
+  NotEventStream(String),
+  /// A22: the stream ended before its `endpoint` event.
+  #[error("Legacy SSE endpoint event not received")]
+  NoEndpoint,
+  #[error("Legacy SSE endpoint timeout after {}ms", .0.as_millis())]
+  EndpointTimeout(Duration),
+  /// A23: it ends the stream.
+  #[error("Legacy SSE message event contained non-JSON data: {0}")]
+  NonJson(String),
+  /// A23: the POST was accepted, the answer did not come on the stream in time.
+  #[error("Legacy SSE response timeout after {}ms", .0.as_millis())]
+  ResponseTimeout(Duration),
+  /// A23: the server ended the stream: nothing can be answered any more.
+  #[error("Transport closed: legacy SSE stream closed")]
+  StreamClosed,
 }
 
 fn auth_hint(

@@ -146,3 +146,42 @@ pub trait Signals: Values {
   /// Resolves with the rejection value once `signal` aborts; dropping it stops listening.
   fn when_aborted(&self, signal: &Self::Value) -> LocalBoxFuture<'static, Self::Value>;
 }
+
+/// What the OAuth flow (and the agent's `onAuthError` seam) asks of the host.
+#[derive(Clone, PartialEq)]
+pub enum HostCall {
+  /// `oauth.redirect(authorizationUrl)`: resolves with the callback URL.
+  Redirect(String),
+  /// `oauth.store.get(key)`.
+  StoreGet(String),
+  /// `oauth.store.set(key, credential)`, the credential as JSON text.
+  StoreSet(String, String),
+  /// `oauth.store.delete(key)`.
+  StoreDelete(String),
+  /// O6: the transport's `onAuthError()`: new headers for a retry, or `null`.
+  AuthError,
+  /// O1: `authProvider[method](...args)` (args as JSON text), or the property's value when
+  /// it is not a function; a missing optional method answers `undefined`.
+  Provider {
+    method: &'static str,
+    args: Vec<String>,
+  },
+}
+
+impl std::fmt::Debug for HostCall {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match self {
+      HostCall::Redirect(url) => write!(f, "Redirect({url:?})"),
+      HostCall::StoreGet(key) => write!(f, "StoreGet({key:?})"),
+      // The credential holds the tokens.
+      HostCall::StoreSet(key, _) => write!(f, "StoreSet({key:?}, [redacted])"),
+      HostCall::StoreDelete(key) => write!(f, "StoreDelete({key:?})"),
+      HostCall::AuthError => write!(f, "AuthError"),
+      HostCall::Provider { method, .. } => write!(f, "Provider({method})"),
+    }
+  }
+}
+
+/// The host's answer: JSON text of what the call resolved with (`None` for `undefined`),
+/// or the message of what it threw.
+pub type HostAnswer = Result<Option<String>, String>;

@@ -12,6 +12,7 @@ pub mod error;
 #[cfg(test)]
 pub(crate) mod fake_host;
 pub mod host;
+pub mod http_client;
 pub mod manager;
 pub mod oauth;
 pub mod persist;

@@ -76,8 +76,8 @@ pub enum Event {
   ListenerEnded,
   /// O1: the OAuth flow needs the caller's `redirect` or token store.
   Auth {
-    call: crate::oauth::HostCall,
-    reply: tokio::sync::oneshot::Sender<crate::oauth::HostAnswer>,
+    call: crate::host::HostCall,
+    reply: tokio::sync::oneshot::Sender<crate::host::HostAnswer>,
   },
 }
 

@@ -230,7 +230,7 @@ pub fn resolve_sse_connect_timeout_ms(env: Env, timeout: Option<JsArg>) -> napi:
     Ok(None) => input.unwrap_or(crate::config::DEFAULT_TIMEOUT_MS),
     Err(error) => return Err(thrown(js, error)),
   };
-  Ok(crate::config::sse_connect_timeout_ms(ms))
+  Ok(crate::transport::http::sse_connect_timeout_ms(ms))
 }
 
 /// `new HttpTransport(config)` + `connect()`. Never throws: a bad config rejects with a

@@ -79,7 +79,7 @@ pub fn verdict_key(config: &Value) -> Option<String> {
         .collect();
       Some(format!(
         "stdio {}",
-        crate::manager::tool_cache::stable_json(&Value::Object(server))
+        crate::protocol::stable_json::stable_json(&Value::Object(server))
       ))
     }
   }

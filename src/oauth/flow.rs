@@ -1244,7 +1244,7 @@ pub fn http_client() -> reqwest::Result<reqwest::Client> {
       attempt.stop()
     }
   });
-  crate::transport::http_client_builder()
+  crate::http_client::builder()
     .redirect(policy)
     .timeout(OAUTH_HTTP_TIMEOUT)
     .build()

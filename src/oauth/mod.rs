@@ -18,31 +18,7 @@ pub mod store;
 
 use futures::future::BoxFuture;
 
-/// O4: the step an OAuth failure happened in; the JS error's `code` is `OAUTH_<STEP>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-  Discovery,
-  Metadata,
-  Registration,
-  Authorization,
-  Token,
-  Refresh,
-  Store,
-}
-
-impl Step {
-  pub fn code(self) -> &'static str {
-    match self {
-      Step::Discovery => "OAUTH_DISCOVERY",
-      Step::Metadata => "OAUTH_METADATA",
-      Step::Registration => "OAUTH_REGISTRATION",
-      Step::Authorization => "OAUTH_AUTHORIZATION",
-      Step::Token => "OAUTH_TOKEN",
-      Step::Refresh => "OAUTH_REFRESH",
-      Step::Store => "OAUTH_STORE",
-    }
-  }
-}
+pub use crate::error::OAuthStep as Step;
 
 /// How tokens are obtained.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,44 +86,7 @@ impl std::fmt::Debug for OAuthSettings {
 pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1/oauth/callback";
 pub const DEFAULT_CLIENT_NAME: &str = "mcp-native";
 
-/// What the flow asks of the host.
-#[derive(Clone, PartialEq)]
-pub enum HostCall {
-  /// `oauth.redirect(authorizationUrl)`: resolves with the callback URL.
-  Redirect(String),
-  /// `oauth.store.get(key)`.
-  StoreGet(String),
-  /// `oauth.store.set(key, credential)`, the credential as JSON text.
-  StoreSet(String, String),
-  /// `oauth.store.delete(key)`.
-  StoreDelete(String),
-  /// O6: the transport's `onAuthError()`: new headers for a retry, or `null`.
-  AuthError,
-  /// O1: `authProvider[method](...args)` (args as JSON text), or the property's value when
-  /// it is not a function; a missing optional method answers `undefined`.
-  Provider {
-    method: &'static str,
-    args: Vec<String>,
-  },
-}
-
-impl std::fmt::Debug for HostCall {
-  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-    match self {
-      HostCall::Redirect(url) => write!(f, "Redirect({url:?})"),
-      HostCall::StoreGet(key) => write!(f, "StoreGet({key:?})"),
-      // The credential holds the tokens.
-      HostCall::StoreSet(key, _) => write!(f, "StoreSet({key:?}, [redacted])"),
-      HostCall::StoreDelete(key) => write!(f, "StoreDelete({key:?})"),
-      HostCall::AuthError => write!(f, "AuthError"),
-      HostCall::Provider { method, .. } => write!(f, "Provider({method})"),
-    }
-  }
-}
-
-/// The host's answer: JSON text of what the call resolved with (`None` for `undefined`),
-/// or the message of what it threw.
-pub type HostAnswer = Result<Option<String>, String>;
+pub use crate::host::{HostAnswer, HostCall};
 
 pub trait AuthHost: Send + Sync + 'static {
   fn call(&self, call: HostCall) -> BoxFuture<'static, HostAnswer>;

@@ -12,6 +12,7 @@ pub mod redirects;
 pub mod resumption;
 pub mod session_id;
 pub mod sse;
+pub mod stable_json;
 pub mod subscriptions;
 pub mod tool_headers;
 pub mod tree;

@@ -6,14 +6,13 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, CONTENT_TYPE, LOCATION};
 use reqwest::{Client, Method, Response, Url};
 
-use super::http::network_error;
-use crate::error::CoreError;
+use crate::error::{errno_name, CoreError};
 use crate::protocol::destination;
 use crate::protocol::redirects::{self, FetchHop, Hop};
 
 /// The client builder for a transport: it follows no redirect on its own.
 pub fn client_builder() -> reqwest::ClientBuilder {
-  super::http_client_builder().redirect(reqwest::redirect::Policy::none())
+  crate::http_client::builder().redirect(reqwest::redirect::Policy::none())
 }
 
 /// One request to `url`. `locked_to` is the configured URL of an origin-locked transport;
@@ -80,4 +79,32 @@ pub async fn send(
     current = next;
     hops += 1;
   }
+}
+
+/// W8: keeps the OS words ("Connection refused") and adds Node's code (`ECONNREFUSED`).
+pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
+  let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+  let mut root = error.to_string();
+  let mut code = None;
+  while let Some(current) = source {
+    root = current.to_string();
+    if let Some(io) = current.downcast_ref::<std::io::Error>() {
+      if let Some(errno) = io.raw_os_error() {
+        code = Some(errno_name(errno));
+      }
+    }
+    source = current.source();
+  }
+  if error.is_timeout() {
+    code.get_or_insert_with(|| "ETIMEDOUT".to_string());
+  }
+  let message = match &code {
+    // io::Error's text ends with "(os error N)", which the errno name says again.
+    Some(code) => {
+      let root = root.split(" (os error").next().unwrap_or_default();
+      format!("fetch failed: {url}: {root} ({code})")
+    }
+    None => format!("fetch failed: {url}: {root}"),
+  };
+  CoreError::Network { message, code }
 }

@@ -16,7 +16,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{errno_name, CoreError};
+use crate::error::CoreError;
 use crate::oauth::challenge::Challenge;
 use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
@@ -24,7 +24,7 @@ use crate::protocol::destination::{self, EndpointError};
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::protocol::sse::{SseEvent, SseItem, SseParser};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
-use crate::transport::fetch;
+use crate::transport::fetch::{self, network_error};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -226,7 +226,7 @@ impl HttpTransport {
     let (answered, answer) = tokio::sync::oneshot::channel();
     let timeout = timeout.unwrap_or(self.shared.config.timeout);
     let wait = timeout.map(|timeout| {
-      let ms = crate::config::sse_connect_timeout_ms(timeout.as_secs_f64() * 1000.0);
+      let ms = sse_connect_timeout_ms(timeout.as_secs_f64() * 1000.0);
       Duration::from_secs_f64(ms / 1000.0)
     });
     let events = session.events().clone();
@@ -1475,30 +1475,28 @@ pub(crate) async fn http_error(
   }
 }
 
-/// W8: keeps the OS words ("Connection refused") and adds Node's code (`ECONNREFUSED`).
-pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
-  let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-  let mut root = error.to_string();
-  let mut code = None;
-  while let Some(current) = source {
-    root = current.to_string();
-    if let Some(io) = current.downcast_ref::<std::io::Error>() {
-      if let Some(errno) = io.raw_os_error() {
-        code = Some(errno_name(errno));
-      }
-    }
-    source = current.source();
+/// A20 `resolveSSEConnectTimeoutMs(timeout)`: how long `startSSEListener()` waits for the
+/// GET's answer: 0 when the timeout is off (0, negative or not a number), else a quarter of
+/// it, at least 1 ms and at most a second.
+pub fn sse_connect_timeout_ms(timeout_ms: f64) -> f64 {
+  if timeout_ms.is_nan() || timeout_ms <= 0.0 {
+    return 0.0;
   }
-  if error.is_timeout() {
-    code.get_or_insert_with(|| "ETIMEDOUT".to_string());
+  (timeout_ms / 4.0).floor().clamp(1.0, 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn a20_the_listener_waits_a_quarter_of_the_timeout_within_1_ms_and_1_s() {
+    assert_eq!(sse_connect_timeout_ms(0.0), 0.0);
+    assert_eq!(sse_connect_timeout_ms(-5.0), 0.0);
+    assert_eq!(sse_connect_timeout_ms(f64::NAN), 0.0);
+    assert_eq!(sse_connect_timeout_ms(2.0), 1.0);
+    assert_eq!(sse_connect_timeout_ms(30_000.0), 1000.0);
+    assert_eq!(sse_connect_timeout_ms(1_001.0), 250.0);
+    assert_eq!(sse_connect_timeout_ms(f64::INFINITY), 1000.0);
   }
-  let message = match &code {
-    // io::Error's text ends with "(os error N)", which the errno name says again.
-    Some(code) => {
-      let root = root.split(" (os error").next().unwrap_or_default();
-      format!("fetch failed: {url}: {root} ({code})")
-    }
-    None => format!("fetch failed: {url}: {root}"),
-  };
-  CoreError::Network { message, code }
 }

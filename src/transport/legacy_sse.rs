@@ -20,14 +20,14 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::http::{
-  auth_error_headers, content_type_header, http_error, network_error, with_timeout, EventReader,
+  auth_error_headers, content_type_header, http_error, with_timeout, EventReader,
   HostThroughEvents, ReadItem,
 };
 use crate::error::CoreError;
 use crate::protocol::destination::legacy_endpoint;
 use crate::protocol::header_policy::{merge, same_name};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
-use crate::transport::fetch;
+use crate::transport::fetch::{self, network_error};
 
 /// A23: generated for every POST; they win over configured headers whatever their case.
 const POST_HEADERS: [(&str, &str); 2] = [
@@ -56,30 +56,7 @@ pub struct LegacySseConfig {
   pub origin_locked: bool,
 }
 
-/// The failures only this protocol has; `Display` is the contract's text.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LegacySseError {
-  /// A22: a 2xx answer to the GET that fetch would give a null body (204, 205).
-  #[error("Legacy SSE response did not include a body")]
-  NoBody,
-  /// A25: the GET was answered, but not with an event stream (a Streamable HTTP server).
-  #[error("Legacy SSE response is not an event stream: {0}")]
-  NotEventStream(String),
-  /// A22: the stream ended before its `endpoint` event.
-  #[error("Legacy SSE endpoint event not received")]
-  NoEndpoint,
-  #[error("Legacy SSE endpoint timeout after {}ms", .0.as_millis())]
-  EndpointTimeout(Duration),
-  /// A23: it ends the stream.
-  #[error("Legacy SSE message event contained non-JSON data: {0}")]
-  NonJson(String),
-  /// A23: the POST was accepted, the answer did not come on the stream in time.
-  #[error("Legacy SSE response timeout after {}ms", .0.as_millis())]
-  ResponseTimeout(Duration),
-  /// A23: the server ended the stream: nothing can be answered any more.
-  #[error("Transport closed: legacy SSE stream closed")]
-  StreamClosed,
-}
+pub use crate::error::LegacySseError;
 
 /// A25: the answers to the legacy GET that mean the server speaks Streamable HTTP instead.
 pub const FALLBACK_STATUSES: [u16; 4] = [400, 404, 405, 406];

@@ -37,14 +37,3 @@ impl Transport for http::HttpTransport {
     self.close()
   }
 }
-
-/// H10: an HTTP client builder, with rustls's crypto provider (ring) installed once for the
-/// process first, as reqwest without a provider of its own requires.
-pub fn http_client_builder() -> reqwest::ClientBuilder {
-  static PROVIDER: std::sync::Once = std::sync::Once::new();
-  PROVIDER.call_once(|| {
-    // Another part of the process may have installed one already; that one is kept.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-  });
-  reqwest::Client::builder()
-}

@@ -12,7 +12,7 @@ fn client() -> Option<&'static reqwest::Client> {
   CLIENT
     .get_or_init(|| {
       let _context = runtime::handle()?.enter();
-      crate::transport::http_client_builder().build().ok()
+      crate::http_client::builder().build().ok()
     })
     .as_ref()
 }
@@ -35,12 +35,12 @@ pub async fn post(url: reqwest::Url, frame: String) -> Result<Answer, CoreError>
     .body(frame)
     .send()
     .await
-    .map_err(|e| crate::transport::http::network_error(&url, &e))?;
+    .map_err(|e| crate::transport::fetch::network_error(&url, &e))?;
   let status = response.status();
   let body = response
     .text()
     .await
-    .map_err(|e| crate::transport::http::network_error(&url, &e))?;
+    .map_err(|e| crate::transport::fetch::network_error(&url, &e))?;
   Ok(Answer {
     status: status.as_u16(),
     status_text: status.canonical_reason().unwrap_or_default().to_string(),
