@@ -25,7 +25,7 @@ const FLOORS = [
 const floorOf = new Map(FLOORS.flatMap((names, level) => names.map((name) => [name, level])));
 // Test-only modules and the crate root see everything.
 const EXEMPT = new Set(["lib", "fake_host"]);
-const exempt = (name) => EXEMPT.has(name.split("::")[0]) || name.endsWith("::tests") || name.endsWith("::test_dir");
+const exempt = (name) => EXEMPT.has(name.split("::")[0]) || /::(tests|test_\w+)$/.test(name);
 
 function files(dir) {
   return readdirSync(dir).flatMap((name) => {

@@ -108,3 +108,97 @@ pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
   };
   CoreError::Network { message, code }
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::transport::test_http::{serve, Answer};
+  use reqwest::header::HeaderValue;
+
+  fn headers() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-key", HeaderValue::from_static("secret"));
+    headers.insert("authorization", HeaderValue::from_static("Bearer t"));
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    headers.insert("mcp-session-id", HeaderValue::from_static("s1"));
+    headers
+  }
+
+  async fn post(url: &str, locked: bool) -> Result<Response, CoreError> {
+    let client = client_builder().build().unwrap();
+    let url = Url::parse(url).unwrap();
+    let locked_to = locked.then_some(&url);
+    let body = Some(Bytes::from_static(b"{}"));
+    send(&client, locked_to, Method::POST, &url, headers(), body).await
+  }
+
+  #[tokio::test]
+  async fn a24_another_origin_gets_only_the_generated_headers_locked_or_not() {
+    for locked in [false, true] {
+      let b = serve("127.0.0.2", |_| Answer::new("200 OK").body("landed")).await;
+      let to = format!("{}/landed", b.origin);
+      let a = serve("127.0.0.1", move |_| {
+        Answer::new("307 Temporary Redirect").header("location", to.clone())
+      })
+      .await;
+      let answer = post(&format!("{}/mcp", a.origin), locked).await.unwrap();
+      assert_eq!(answer.text().await.unwrap(), "landed");
+      assert_eq!(a.requests()[0].header("x-key"), Some("secret"));
+      let [landed] = &b.requests()[..] else {
+        panic!("{:?}", b.requests());
+      };
+      assert_eq!(
+        (landed.method.as_str(), landed.body.as_str()),
+        ("POST", "{}")
+      );
+      assert_eq!(landed.header("x-key"), None);
+      assert_eq!(landed.header("authorization"), None);
+      assert_eq!(landed.header("referer"), None);
+      assert_eq!(landed.header("mcp-session-id"), Some("s1"));
+      assert_eq!(landed.header("content-type"), Some("application/json"));
+    }
+  }
+
+  #[tokio::test]
+  async fn a24_unlocked_a_302_turns_a_post_into_a_get_locked_refuses_it() {
+    let a = serve("127.0.0.1", |r| match r.path.as_str() {
+      "/mcp" => Answer::new("302 Found").header("location", "/moved"),
+      _ => Answer::new("200 OK").body(r.method.clone()),
+    })
+    .await;
+    let url = format!("{}/mcp", a.origin);
+    assert_eq!(
+      post(&url, false).await.unwrap().text().await.unwrap(),
+      "GET"
+    );
+    let moved = a.requests()[1].clone();
+    assert_eq!(
+      (moved.body.as_str(), moved.header("content-type")),
+      ("", None)
+    );
+    // Same origin: the configured headers go along.
+    assert_eq!(moved.header("x-key"), Some("secret"));
+    assert_eq!(
+      post(&url, true).await.unwrap_err().to_string(),
+      "HTTP 302: server redirected a POST request; refusing to follow"
+    );
+  }
+
+  #[tokio::test]
+  async fn a24_a_redirect_loop_ends_after_20_hops_or_5_locked() {
+    let a = serve("127.0.0.1", |_| {
+      Answer::new("307 Temporary Redirect").header("location", "/loop")
+    })
+    .await;
+    let url = format!("{}/loop", a.origin);
+    assert_eq!(
+      post(&url, false).await.unwrap_err().to_string(),
+      format!("Too many redirects (> 20) fetching {url}")
+    );
+    assert_eq!(a.requests().len(), 21);
+    assert_eq!(
+      post(&url, true).await.unwrap_err().to_string(),
+      format!("Too many redirects (> 5) fetching {url}")
+    );
+  }
+}

@@ -1488,6 +1488,164 @@ pub fn sse_connect_timeout_ms(timeout_ms: f64) -> f64 {
 #[cfg(test)]
 mod tests {
   use super::*;
+  use crate::session::tests::Recorder;
+  use crate::transport::test_http::{serve, Answer, Request};
+
+  fn config(url: &str, allow_legacy: bool) -> HttpConfig {
+    HttpConfig {
+      url: Url::parse(url).unwrap(),
+      headers: vec![("X-Key".to_string(), "secret".to_string())],
+      timeout: Some(Duration::from_secs(5)),
+      max_message_bytes: 1 << 20,
+      string_ids: false,
+      allow_legacy,
+      max_resumptions: 2,
+      oauth: None,
+      auth_error_hook: Arc::default(),
+      origin_locked: false,
+    }
+  }
+
+  /// The outcome of request `ticket` once settled: the result's JSON, or the error's text.
+  async fn settled(recorder: &Recorder, ticket: u64) -> Result<String, String> {
+    for _ in 0..500 {
+      let found = recorder.0.lock().unwrap().iter().find_map(|e| match e {
+        Event::Settled { ticket: t, outcome } if *t == ticket => Some(
+          outcome
+            .as_ref()
+            .map(|r| r.as_ref().map_or("", |r| r.get()).to_string())
+            .map_err(|e| e.to_string()),
+        ),
+        _ => None,
+      });
+      if let Some(outcome) = found {
+        return outcome;
+      }
+      tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("request {ticket} never settled");
+  }
+
+  /// A JSON answer to the request in `r` (202 for a notification).
+  fn answer(r: &Request, result: &str) -> Answer {
+    let message: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    let Some(id) = message.get("id") else {
+      return Answer::new("202 Accepted");
+    };
+    Answer::new("200 OK")
+      .header("content-type", "application/json")
+      .body(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+      ))
+  }
+
+  #[tokio::test]
+  async fn h11_a_legacy_endpoint_on_another_origin_gets_nothing() {
+    let b = serve("127.0.0.2", |r| answer(r, "{}")).await;
+    let endpoint = format!("{}/steal", b.origin);
+    let a = serve("127.0.0.1", move |r| match r.method.as_str() {
+      "GET" => Answer::new("200 OK")
+        .header("content-type", "text/event-stream")
+        .body(format!("event: endpoint\ndata: {endpoint}\n\n"))
+        .hold(),
+      _ => Answer::new("405 Method Not Allowed"),
+    })
+    .await;
+    let recorder = Arc::new(Recorder::default());
+    let url = format!("{}/sse", a.origin);
+    let transport =
+      HttpTransport::connect(config(&url, true), recorder.clone(), &Handle::current()).unwrap();
+    let ticket = transport.session().request("initialize", None).unwrap();
+    assert_eq!(
+      settled(&recorder, ticket).await,
+      Err(format!(
+        "Legacy SSE endpoint origin mismatch: expected {}, received {}",
+        a.origin, b.origin
+      ))
+    );
+    assert!(b.requests().is_empty());
+    transport.close();
+  }
+
+  #[tokio::test]
+  async fn h11_an_endpoint_on_the_same_origin_is_used() {
+    let a = serve("127.0.0.1", |r| {
+      match (r.method.as_str(), r.path.as_str()) {
+        ("GET", _) => Answer::new("200 OK")
+          .header("content-type", "text/event-stream")
+          .body("event: endpoint\ndata: /messages?s=1\n\n")
+          .hold(),
+        ("POST", "/messages?s=1") => Answer::new("202 Accepted"),
+        _ => Answer::new("405 Method Not Allowed"),
+      }
+    })
+    .await;
+    let recorder = Arc::new(Recorder::default());
+    let url = format!("{}/sse", a.origin);
+    let transport =
+      HttpTransport::connect(config(&url, true), recorder.clone(), &Handle::current()).unwrap();
+    transport.session().request("initialize", None).unwrap();
+    for _ in 0..500 {
+      if a.requests().iter().any(|r| r.path == "/messages?s=1") {
+        break;
+      }
+      tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let posted: Vec<_> = a
+      .requests()
+      .into_iter()
+      .filter(|r| r.path == "/messages?s=1")
+      .collect();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0].header("x-key"), Some("secret"));
+    transport.close();
+  }
+
+  #[tokio::test]
+  async fn h3_a_session_id_that_is_not_visible_ascii_is_refused_and_never_sent() {
+    for id in ["a b", "a\tb", ""] {
+      let a = serve("127.0.0.1", move |r| {
+        answer(r, "{}").header("mcp-session-id", id)
+      })
+      .await;
+      let recorder = Arc::new(Recorder::default());
+      let url = format!("{}/mcp", a.origin);
+      let transport =
+        HttpTransport::connect(config(&url, false), recorder.clone(), &Handle::current()).unwrap();
+      let first = transport.session().request("initialize", None).unwrap();
+      assert_eq!(
+        settled(&recorder, first).await,
+        Err("Invalid Mcp-Session-Id from server: only visible ASCII (0x21-0x7E) is allowed".into())
+      );
+      let second = transport.session().request("ping", None).unwrap();
+      let _ = settled(&recorder, second).await;
+      assert_eq!(transport.session_id(), None);
+      assert!(a
+        .requests()
+        .iter()
+        .all(|r| r.header("mcp-session-id").is_none()));
+      transport.close();
+    }
+  }
+
+  #[tokio::test]
+  async fn h3_a_visible_session_id_is_kept_and_sent_back() {
+    let a = serve("127.0.0.1", |r| {
+      answer(r, "{}").header("mcp-session-id", "s-1")
+    })
+    .await;
+    let recorder = Arc::new(Recorder::default());
+    let url = format!("{}/mcp", a.origin);
+    let transport =
+      HttpTransport::connect(config(&url, false), recorder.clone(), &Handle::current()).unwrap();
+    let first = transport.session().request("initialize", None).unwrap();
+    assert_eq!(settled(&recorder, first).await, Ok("{}".to_string()));
+    let second = transport.session().request("ping", None).unwrap();
+    assert_eq!(settled(&recorder, second).await, Ok("{}".to_string()));
+    assert_eq!(transport.session_id().as_deref(), Some("s-1"));
+    assert_eq!(a.requests()[1].header("mcp-session-id"), Some("s-1"));
+    transport.close();
+  }
 
   #[test]
   fn a20_the_listener_waits_a_quarter_of_the_timeout_within_1_ms_and_1_s() {

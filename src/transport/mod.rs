@@ -8,6 +8,8 @@ pub mod process_group;
 pub mod spawn_command;
 pub mod stderr_tail;
 pub mod stdio;
+#[cfg(test)]
+pub(crate) mod test_http;
 
 use std::sync::Arc;
 
