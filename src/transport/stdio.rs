@@ -531,3 +531,146 @@ async fn stop_process_group(child: &mut Child, pgid: i32) {
     let _ = tokio::time::timeout(AFTER_KILL, child.wait()).await;
   }
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::session::tests::Recorder;
+
+  fn sh(script: &str, max_message_bytes: usize) -> StdioConfig {
+    StdioConfig {
+      command: "sh".to_string(),
+      args: vec!["-c".to_string(), script.to_string()],
+      env: None,
+      cwd: None,
+      timeout: Some(Duration::from_secs(5)),
+      max_message_bytes,
+      string_ids: false,
+    }
+  }
+
+  async fn until(recorder: &Recorder, found: impl Fn(&Event) -> bool) {
+    for _ in 0..500 {
+      if recorder.0.lock().unwrap().iter().any(&found) {
+        return;
+      }
+      tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for an event");
+  }
+
+  fn outcome(recorder: &Recorder, ticket: u64) -> Option<Result<String, CoreError>> {
+    recorder.0.lock().unwrap().iter().find_map(|e| match e {
+      Event::Settled { ticket: t, outcome } if *t == ticket => Some(
+        outcome
+          .clone()
+          .map(|r| r.as_ref().map_or("", |r| r.get()).to_string()),
+      ),
+      _ => None,
+    })
+  }
+
+  const ANSWER_ONE: &str =
+    r#"read line; echo '{"jsonrpc":"2.0","id":1,"result":{"ok":true}}'; cat >/dev/null"#;
+
+  #[tokio::test]
+  async fn s3_a_request_is_written_and_its_answer_read_from_stdout() {
+    let recorder = Arc::new(Recorder::default());
+    let transport = StdioTransport::spawn(
+      sh(ANSWER_ONE, 1 << 20),
+      recorder.clone(),
+      &Handle::current(),
+      None,
+    )
+    .unwrap();
+    let ticket = transport.session().request("ping", None).unwrap();
+    until(&recorder, |e| matches!(e, Event::Settled { .. })).await;
+    assert_eq!(
+      outcome(&recorder, ticket),
+      Some(Ok(r#"{"ok":true}"#.to_string()))
+    );
+    transport.close();
+    until(&recorder, |e| matches!(e, Event::Closed)).await;
+  }
+
+  #[tokio::test]
+  async fn s1_a_command_that_does_not_exist_names_its_errno() {
+    let mut config = sh("", 1 << 20);
+    config.command = "/nonexistent/mcp-server".to_string();
+    let recorder = Arc::new(Recorder::default());
+    let error = StdioTransport::spawn(config, recorder, &Handle::current(), None)
+      .err()
+      .unwrap();
+    assert_eq!(
+      error.to_string(),
+      "Failed to start MCP server \"/nonexistent/mcp-server\": No such file or directory (ENOENT)"
+    );
+    assert_eq!(error.string_code(), Some("ENOENT"));
+  }
+
+  #[tokio::test]
+  async fn s4_s5_a_server_that_exits_rejects_pending_requests_with_its_stderr() {
+    let recorder = Arc::new(Recorder::default());
+    let script = "read line; echo 'fatal: no config' >&2; exit 3";
+    let transport = StdioTransport::spawn(
+      sh(script, 1 << 20),
+      recorder.clone(),
+      &Handle::current(),
+      None,
+    )
+    .unwrap();
+    let ticket = transport.session().request("tools/list", None).unwrap();
+    until(&recorder, |e| matches!(e, Event::Closed)).await;
+    let Some(Err(CoreError::TransportClosed { stderr })) = outcome(&recorder, ticket) else {
+      panic!("{:?}", outcome(&recorder, ticket));
+    };
+    assert!(stderr.unwrap_or_default().contains("fatal: no config"));
+    assert!(!transport.session().is_connected());
+  }
+
+  #[tokio::test]
+  async fn e3_a_line_over_the_limit_is_reported_and_the_next_one_read() {
+    let recorder = Arc::new(Recorder::default());
+    let script = r#"read line; head -c 5000 /dev/zero | tr '\0' x; echo; echo '{"jsonrpc":"2.0","id":1,"result":1}'; cat >/dev/null"#;
+    let transport =
+      StdioTransport::spawn(sh(script, 1024), recorder.clone(), &Handle::current(), None).unwrap();
+    let ticket = transport.session().request("ping", None).unwrap();
+    until(&recorder, |e| matches!(e, Event::Settled { .. })).await;
+    assert_eq!(outcome(&recorder, ticket), Some(Ok("1".to_string())));
+    assert!(recorder
+      .0
+      .lock()
+      .unwrap()
+      .iter()
+      .any(|e| matches!(e, Event::Error(CoreError::MessageTooLarge { limit: 1024 }))));
+    transport.close();
+  }
+
+  #[tokio::test]
+  async fn s6_close_rejects_what_is_pending_and_stops_the_server() {
+    let recorder = Arc::new(Recorder::default());
+    let transport = StdioTransport::spawn(
+      sh("cat >/dev/null", 1 << 20),
+      recorder.clone(),
+      &Handle::current(),
+      None,
+    )
+    .unwrap();
+    let pid = transport.pid();
+    let ticket = transport.session().request("slow", None).unwrap();
+    transport.close();
+    assert_eq!(
+      outcome(&recorder, ticket),
+      Some(Err(CoreError::TransportClosed { stderr: None }))
+    );
+    until(&recorder, |e| matches!(e, Event::Closed)).await;
+    // Gone (and reaped): signal 0 to its pid fails.
+    let gone = std::process::Command::new("kill")
+      .args(["-0", &pid.to_string()])
+      .stderr(Stdio::null())
+      .status()
+      .map(|s| !s.success())
+      .unwrap_or(true);
+    assert!(gone, "server {pid} still running");
+  }
+}
