@@ -120,3 +120,23 @@ pub fn request_options(
     },
   ))
 }
+
+/// T8: the rejection is `signal.reason` when it is an Error, else `Error("Aborted")`; the
+/// text goes into `notifications/cancelled`.
+pub fn abort_reason(js: Js, signal: Value) -> (Value, String) {
+  let reason = js.get(signal, "reason").unwrap_or_else(|_| js.undefined());
+  if js.is_error(reason) {
+    let text = js
+      .get(reason, "message")
+      .ok()
+      .and_then(|m| js.rust_string(m))
+      .filter(|m| !m.is_empty())
+      .unwrap_or_else(|| "Aborted".to_string());
+    (reason, text)
+  } else {
+    (
+      js.error(super::js::ErrorKind::Error, "Aborted"),
+      "Aborted".to_string(),
+    )
+  }
+}

@@ -2,6 +2,7 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
+use super::args::abort_reason;
 use super::args::{self, ParamsError};
 use super::js::{Js, Thrown, Value};
 use super::js_error;
@@ -118,26 +119,6 @@ pub fn notify(
       Ok(promise)
     }
     Err(e) => js.rejected(js_error::to_js(js, &e)),
-  }
-}
-
-/// T8: the rejection is `signal.reason` when it is an Error, else `Error("Aborted")`; the
-/// text goes into `notifications/cancelled`.
-pub fn abort_reason(js: Js, signal: Value) -> (Value, String) {
-  let reason = js.get(signal, "reason").unwrap_or_else(|_| js.undefined());
-  if js.is_error(reason) {
-    let text = js
-      .get(reason, "message")
-      .ok()
-      .and_then(|m| js.rust_string(m))
-      .filter(|m| !m.is_empty())
-      .unwrap_or_else(|| "Aborted".to_string());
-    (reason, text)
-  } else {
-    (
-      js.error(super::js::ErrorKind::Error, "Aborted"),
-      "Aborted".to_string(),
-    )
   }
 }
 

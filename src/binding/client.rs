@@ -8,10 +8,11 @@ use super::args;
 use super::executor;
 use super::host::{call_method, JsHost};
 use super::http::create_http_transport;
+use super::http::{has_oauth, with_oauth_option};
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
+use super::js_error::finish;
 use super::stdio::create_stdio_transport;
-use super::transport_class::finish;
 use crate::client::input_required;
 use crate::client::{self, ClientFeatures, ClientOptions, ConnectRequest};
 use crate::config::{transport_kind, TransportKind};
@@ -60,12 +61,6 @@ pub(crate) fn create_transport_value(
         .unwrap_or_else(|| js.error(ErrorKind::Error, &error.reason)),
     )
   })
-}
-
-/// O1: the config asks for our own OAuth flow (the agent's own `oauth` fields do not, A2).
-fn has_oauth(js: Js, config: Value) -> bool {
-  let host = JsHost::new(js);
-  crate::config::own_oauth(&host, &host.hold(config)).is_ok_and(|o| o.is_some())
 }
 
 /// A25: `createSseTransport(config)`; a GET answered 400/404/405/406, or not with an event
@@ -171,31 +166,6 @@ pub(crate) fn connect_request(
     timeout,
     legacy_sse: false,
   })
-}
-
-/// O1: `options.oauth` applies to a config without its own `oauth`: a copy carries it.
-pub(crate) fn with_oauth_option(
-  js: Js,
-  config: Value,
-  options: Option<Value>,
-) -> Result<Value, Value> {
-  let Some(oauth) = options
-    .and_then(|o| js.get(o, "oauth").ok())
-    .filter(|o| js.type_of(*o) == napi::sys::ValueType::napi_object)
-  else {
-    return Ok(config);
-  };
-  if has_oauth(js, config) {
-    return Ok(config);
-  }
-  let host = JsHost::new(js);
-  let copy = host
-    .shallow_copy(&host.hold(config))
-    .map_err(|e| e.get(js))?;
-  host
-    .set_field(&copy, "oauth", host.hold(oauth))
-    .map_err(|e| e.get(js))?;
-  Ok(copy.get(js))
 }
 
 /// C1: creates the transport, runs the `initialize` handshake and `notifications/initialized`,

@@ -5,7 +5,7 @@ use napi_derive::napi;
 
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
-use super::transport_class::thrown;
+use super::js_error::thrown;
 use crate::protocol::header_policy::{merge, same_name};
 
 /// An object's own headers, in order; nothing for a value that is not an object.

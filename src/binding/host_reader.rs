@@ -10,7 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::future::{Either, LocalBoxFuture};
@@ -24,11 +24,6 @@ use super::pump::{self, HostReaderHooks, Shared};
 use super::uv::{uv, Uv, UV_POLL, UV_READABLE};
 use crate::transport::stdio::{HostReader, Readiness, StdoutReader};
 
-/// Whether the host is Bun.
-pub fn is_bun(js: Js) -> bool {
-  matches!(runtime(js), Runtime::Bun)
-}
-
 #[derive(Clone, Copy)]
 enum Runtime {
   Node,
@@ -36,13 +31,7 @@ enum Runtime {
 }
 
 fn runtime(js: Js) -> Runtime {
-  static IS_BUN: OnceLock<bool> = OnceLock::new();
-  let is_bun = *IS_BUN.get_or_init(|| {
-    js.get(js.global(), "process")
-      .and_then(|process| js.get(process, "versions"))
-      .is_ok_and(|versions| js.has(versions, "bun"))
-  });
-  if is_bun {
+  if super::js::is_bun(js) {
     Runtime::Bun
   } else {
     Runtime::Node
@@ -214,7 +203,7 @@ async fn next_turn(js: Js) {
   let (sender, receiver) = futures::channel::oneshot::channel::<()>();
   let sender = RefCell::new(Some(sender));
   let scheduled = (|| {
-    let set_immediate = pump::timer_function(js, "setImmediate")?;
+    let set_immediate = super::js::timer_function(js, "setImmediate")?;
     let wake = js
       .closure("mcpNativeNextTurn", move |js, _| {
         executor::complete(js, &sender, ());
@@ -452,7 +441,7 @@ impl BunReader {
     let left = BUN_IDLE.saturating_sub(self.idle_since.get().elapsed());
     let me = self.clone();
     let armed = (|| {
-      let set_timeout = pump::timer_function(js, "setTimeout")?;
+      let set_timeout = super::js::timer_function(js, "setTimeout")?;
       let check = js
         .closure("mcpNativeIdle", move |js, _| {
           me.timer_armed.set(false);

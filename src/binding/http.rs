@@ -5,11 +5,12 @@ use napi_derive::napi;
 
 use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
-use super::js_error;
+use super::js_error::{self, thrown};
 use super::pump::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, create_connected, runtime_handle, thrown, transport_class, StartableClass,
+  attach, create_connected, runtime_handle, transport_class, StartableClass,
 };
+use crate::host::Values;
 use crate::transport::http::{HttpConfig, HttpTransport};
 
 /// An MCP server over Streamable HTTP (`type: "http"`), or over HTTP+SSE (`type: "sse"`,
@@ -155,13 +156,13 @@ impl JsHttpTransport {
       let done = on_runtime(js, async move { auth.finish(&callback).await });
       promise(js, async move {
         match done.await {
-          None => Err(super::manager::tool_cache::runtime_failure(js)),
+          None => Err(super::js_error::runtime_failure(js)),
           Some(Ok(())) => Ok(Held::new(js, js.undefined())),
           Some(Err(error)) => Err(Held::new(js, js_error::to_js(js, &error))),
         }
       })
     })();
-    super::transport_class::finish(js, result)
+    super::js_error::finish(js, result)
   }
 
   /// A17: the negotiated protocol version, sent as `MCP-Protocol-Version` on everything
@@ -247,12 +248,43 @@ pub fn create_http_transport(
 ) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
   let config = if js.is_record(config.0) {
-    match super::client::with_oauth_option(js, config.0, options.map(|o| o.0)) {
+    match with_oauth_option(js, config.0, options.map(|o| o.0)) {
       Ok(config) => config,
-      Err(error) => return super::transport_class::finish(js, js.rejected(error)),
+      Err(error) => return super::js_error::finish(js, js.rejected(error)),
     }
   } else {
     config.0
   };
   create_connected::<JsHttpTransport>(env, config)
+}
+
+/// O1: the config asks for our own OAuth flow (the agent's own `oauth` fields do not, A2).
+pub(crate) fn has_oauth(js: Js, config: Value) -> bool {
+  let host = JsHost::new(js);
+  crate::config::own_oauth(&host, &host.hold(config)).is_ok_and(|o| o.is_some())
+}
+
+/// O1: `options.oauth` applies to a config without its own `oauth`: a copy carries it.
+pub(crate) fn with_oauth_option(
+  js: Js,
+  config: Value,
+  options: Option<Value>,
+) -> Result<Value, Value> {
+  let Some(oauth) = options
+    .and_then(|o| js.get(o, "oauth").ok())
+    .filter(|o| js.type_of(*o) == napi::sys::ValueType::napi_object)
+  else {
+    return Ok(config);
+  };
+  if has_oauth(js, config) {
+    return Ok(config);
+  }
+  let host = JsHost::new(js);
+  let copy = host
+    .shallow_copy(&host.hold(config))
+    .map_err(|e| e.get(js))?;
+  host
+    .set_field(&copy, "oauth", host.hold(oauth))
+    .map_err(|e| e.get(js))?;
+  Ok(copy.get(js))
 }

@@ -988,3 +988,32 @@ impl Drop for HeldRef {
     Js::new(self.env).delete_ref(self.reference);
   }
 }
+
+/// Whether the host runtime is Bun (it has `process.versions.bun`); asked once a process.
+pub fn is_bun(js: Js) -> bool {
+  static IS_BUN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+  *IS_BUN.get_or_init(|| {
+    js.get(js.global(), "process")
+      .and_then(|process| js.get(process, "versions"))
+      .is_ok_and(|versions| js.has(versions, "bun"))
+  })
+}
+
+/// `name` (`setImmediate`, `setTimeout`) of Node's own `timers` module, which fake timers in
+/// test runners leave alone, else the global one.
+pub fn timer_function(js: Js, name: &str) -> Option<Value> {
+  (|| {
+    let process = js.get(js.global(), "process").ok()?;
+    let get_builtin = js
+      .get(process, "getBuiltinModule")
+      .ok()
+      .filter(|f| js.is_function(*f))?;
+    let timers = js.call(get_builtin, process, &[js.string("timers")]).ok()?;
+    js.get(timers, name).ok().filter(|f| js.is_function(*f))
+  })()
+  .or_else(|| {
+    js.get(js.global(), name)
+      .ok()
+      .filter(|f| js.is_function(*f))
+  })
+}

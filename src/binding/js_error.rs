@@ -1,5 +1,5 @@
 //! The one place core errors become JS `Error` objects with the contract's properties.
-use super::js::{ErrorKind, Js, Value};
+use super::js::{ErrorKind, Held, Js, JsRaw, Thrown, Value};
 use crate::error::CoreError;
 
 pub fn to_js(js: Js, error: &CoreError) -> Value {
@@ -51,4 +51,22 @@ pub fn to_js(js: Js, error: &CoreError) -> Value {
 
 pub fn type_error(js: Js, message: &str) -> Value {
   js.error(ErrorKind::TypeError, message)
+}
+
+pub fn thrown(js: Js, Thrown(error): Thrown) -> napi::Error {
+  js.throw(error);
+  napi::Error::new(napi::Status::PendingException, String::new())
+}
+
+/// A promise-returning export's result: a failure to even build the promise is thrown.
+pub fn finish(js: Js, result: Result<Value, Thrown>) -> napi::Result<JsRaw> {
+  result.map(JsRaw).map_err(|t| thrown(js, t))
+}
+
+/// The rejection when the shared async runtime could not start.
+pub fn runtime_failure(js: Js) -> Held {
+  Held::new(
+    js,
+    js.error(ErrorKind::Error, "The async runtime could not start"),
+  )
 }

@@ -9,7 +9,7 @@ use super::executor;
 use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
-use super::transport_class::{finish, thrown};
+use super::js_error::{finish, thrown};
 use crate::client::call_mcp::{bounded, envelope};
 use crate::host::Values;
 use crate::protocol::{message, parse_sse};

@@ -8,8 +8,9 @@ use super::executor;
 use super::host::JsHost;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
+use super::js_error::{finish, thrown};
 use super::pump::{CallbackSlot, JsSide, Shared};
-use super::transport_class::{finish, runtime_handle, thrown, transport_class};
+use super::transport_class::{runtime_handle, transport_class};
 use crate::transport::legacy_sse::{LegacySseConfig, LegacySseTransport, State};
 
 /// An MCP server that only speaks the legacy HTTP+SSE protocol (2024-11-05): `connect()`
@@ -80,7 +81,7 @@ impl JsLegacySseTransport {
     let promise = executor::promise(js, async move {
       let outcome = opened
         .await
-        .ok_or_else(|| super::manager::tool_cache::runtime_failure(js))?;
+        .ok_or_else(|| super::js_error::runtime_failure(js))?;
       match outcome {
         Ok(()) => {
           // Held while connected (released when `Closed` arrives); a stream that already

@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use napi::sys;
 
-use super::host_reader::is_bun;
+use super::js::is_bun;
+use super::js::timer_function;
 use super::js::Js;
-use super::pump::timer_function;
 use super::uv::{uv, Uv, UV_IDLE};
 
 enum Spinner {

@@ -9,7 +9,7 @@ use super::executor;
 use super::host::JsHost;
 use super::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
-use super::transport_class::{finish, thrown};
+use super::js_error::{finish, thrown};
 use crate::client::resources::{self, Listing};
 use crate::client::{self, connection_transport};
 use crate::host::Values;

@@ -9,6 +9,7 @@ mod executor;
 mod header_policy;
 mod host;
 mod host_reader;
+mod host_transports;
 mod http;
 pub(crate) mod js;
 mod js_error;

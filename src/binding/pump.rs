@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 use super::executor;
 use super::host::{ready, JsHost};
+use super::js::timer_function;
 use super::js::{Js, Thrown, Tsfn, Value, EXTERNAL_STRING_BYTES};
 use super::js_error;
 use super::loop_spin;
@@ -581,25 +582,6 @@ fn schedule_turn(js: Js, side: &Shared) -> bool {
   }
   side.borrow_mut().turn_scheduled = true;
   true
-}
-
-/// `name` (`setImmediate`, `setTimeout`) of Node's own `timers` module, which fake timers in
-/// test runners leave alone, else the global one.
-pub fn timer_function(js: Js, name: &str) -> Option<Value> {
-  (|| {
-    let process = js.get(js.global(), "process").ok()?;
-    let get_builtin = js
-      .get(process, "getBuiltinModule")
-      .ok()
-      .filter(|f| js.is_function(*f))?;
-    let timers = js.call(get_builtin, process, &[js.string("timers")]).ok()?;
-    js.get(timers, name).ok().filter(|f| js.is_function(*f))
-  })()
-  .or_else(|| {
-    js.get(js.global(), name)
-      .ok()
-      .filter(|f| js.is_function(*f))
-  })
 }
 
 fn deliver_chunk(js: Js, side: &Shared, events: Vec<Event>) {

@@ -9,7 +9,7 @@ use super::executor;
 use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Value};
 use super::js_error;
-use super::transport_class::finish;
+use super::js_error::finish;
 use crate::client::resources::{self, Listing};
 use crate::host::Values;
 

@@ -10,8 +10,8 @@ use napi_derive::napi;
 
 use super::executor;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
+use super::js_error::finish;
 use super::js_error::type_error;
-use super::transport_class::finish;
 use crate::sys::process::signal_group;
 use crate::transport::process_group::{AFTER_KILL, KILL_GRACE};
 use crate::transport::spawn_command::{

@@ -7,10 +7,10 @@ use super::args;
 use super::host::JsHost;
 use super::host_reader::LoopReader;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
-use super::js_error;
+use super::js_error::{self, thrown};
 use super::pump::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, callback_value, create_connected, runtime_handle, thrown, transport_class, StartableClass,
+  attach, callback_value, create_connected, runtime_handle, transport_class, StartableClass,
 };
 use crate::transport::stdio::{HostReader, StdioConfig, StdioTransport};
 
@@ -63,7 +63,7 @@ impl StartableClass for JsStdioTransport {
 /// env's cleanup hook (a script that ends) and from `process.on("exit")` (`process.exit()`).
 fn install_bun_exit_hooks(js: Js) {
   static INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-  if !super::host_reader::is_bun(js) || INSTALLED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+  if !super::js::is_bun(js) || INSTALLED.swap(true, std::sync::atomic::Ordering::AcqRel) {
     return;
   }
   js.on_teardown(crate::transport::process_group::terminate_all);

@@ -8,8 +8,9 @@ use napi_derive::napi;
 use crate::binding::executor::{on_runtime, promise};
 use crate::binding::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown};
 use crate::binding::js_error;
-use crate::binding::manager::tool_cache::{json_of, path_argument, runtime_failure};
-use crate::binding::transport_class::finish;
+use crate::binding::js_error::finish;
+use crate::binding::js_error::runtime_failure;
+use crate::binding::manager::tool_cache::{json_of, path_argument};
 use crate::oauth::store::FileTokenStore;
 
 /// O3: OAuth credentials in one JSON file readable by its owner only (mode 0600), written

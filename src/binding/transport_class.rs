@@ -3,18 +3,9 @@
 //! `T: Transport`, plus an inherent `set_slot` for callback changes and
 //! `start_handshake_listener` for what `startSSEListener` opens in the handshake era.
 use super::js::{Js, JsRaw, Thrown, Value};
+use super::js_error::finish;
 use super::pump::{CallbackSlot, Shared};
 use crate::transport::Transport;
-
-pub fn thrown(js: Js, Thrown(error): Thrown) -> napi::Error {
-  js.throw(error);
-  napi::Error::new(napi::Status::PendingException, String::new())
-}
-
-/// A promise-returning export's result: a failure to even build the promise is thrown.
-pub fn finish(js: Js, result: Result<Value, Thrown>) -> napi::Result<JsRaw> {
-  result.map(JsRaw).map_err(|t| thrown(js, t))
-}
 
 /// The shared runtime, or the JS error to reject a connect with.
 pub fn runtime_handle(js: Js) -> Result<tokio::runtime::Handle, Value> {
@@ -139,7 +130,7 @@ macro_rules! transport_class {
         let js = $crate::binding::js::Js::new(env.raw());
         $crate::binding::calls::request(js, &self.side, method.0, params.map(|p| p.0), options.map(|o| o.0))
           .map($crate::binding::js::JsRaw)
-          .map_err(|t| $crate::binding::transport_class::thrown(js, t))
+          .map_err(|t| $crate::binding::js_error::thrown(js, t))
       }
 
       /// Sends a JSON-RPC notification (T2).
@@ -156,7 +147,7 @@ macro_rules! transport_class {
         let js = $crate::binding::js::Js::new(env.raw());
         $crate::binding::calls::notify(js, &self.side, method.0, params.map(|p| p.0))
           .map($crate::binding::js::JsRaw)
-          .map_err(|t| $crate::binding::transport_class::thrown(js, t))
+          .map_err(|t| $crate::binding::js_error::thrown(js, t))
       }
 
       /// Closes the transport: pending requests reject with "Transport closed"; resolves
@@ -170,7 +161,7 @@ macro_rules! transport_class {
           .map(|t| t as &dyn $crate::transport::Transport);
         $crate::binding::transport_class::close(js, &self.side, transport)
           .map($crate::binding::js::JsRaw)
-          .map_err(|t| $crate::binding::transport_class::thrown(js, t))
+          .map_err(|t| $crate::binding::js_error::thrown(js, t))
       }
 
       #[napi(getter, js_name = "onClose", ts_return_type = "(() => void) | undefined")]
@@ -247,7 +238,7 @@ macro_rules! transport_class {
         let js = $crate::binding::js::Js::new(env.raw());
         let opened = $crate::binding::transport_class::open_subscription(js, &self.side, filter.map(|f| f.0))
           .unwrap_or_else(|| self.start_handshake_listener(js));
-        $crate::binding::transport_class::finish(js, opened)
+        $crate::binding::js_error::finish(js, opened)
       }
 
       /// P6: the connection whose cached lists this transport's list_changed notifications

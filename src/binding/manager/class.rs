@@ -12,8 +12,8 @@ use crate::binding::executor::promise;
 use crate::binding::host::call_method;
 use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
+use crate::binding::js_error::{finish, thrown};
 use crate::binding::js_slot::{self, JsSlot};
-use crate::binding::transport_class::{finish, thrown};
 use crate::host::Values;
 use crate::manager::host::Compat;
 use crate::manager::{

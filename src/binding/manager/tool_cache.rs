@@ -1,5 +1,6 @@
 //! `FileToolCache` as seen from JS: the embedded `MCPToolCache`. The file work runs on the
 //! shared runtime's blocking pool, so the JS thread never waits on the disk or the lock.
+use crate::binding::js_error::runtime_failure;
 use std::sync::Arc;
 
 use napi::Env;
@@ -9,7 +10,7 @@ use crate::binding::executor::{on_runtime, promise};
 use crate::binding::host::JsHost;
 use crate::binding::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
-use crate::binding::transport_class::{finish, thrown};
+use crate::binding::js_error::{finish, thrown};
 use crate::manager::tool_cache::FileToolCache;
 
 /// The embedded tool cache (M4): one JSON file, entries keyed by server name and a SHA-256 of
@@ -50,13 +51,6 @@ pub(crate) fn path_argument(env: Env, path: JsArg) -> napi::Result<String> {
         )),
       )
     })
-}
-
-pub(crate) fn runtime_failure(js: Js) -> Held {
-  Held::new(
-    js,
-    js.error(ErrorKind::Error, "The async runtime could not start"),
-  )
 }
 
 #[napi]

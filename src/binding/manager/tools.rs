@@ -8,7 +8,7 @@ use crate::binding::client::start_tool_call;
 use crate::binding::executor;
 use crate::binding::host::call_method;
 use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
-use crate::binding::transport_class::finish;
+use crate::binding::js_error::finish;
 use crate::manager::naming::{create_mcp_tool_name, parse_mcp_tool_name};
 use crate::manager::ordering::js_string_order;
 use crate::manager::subscription_epoch::post_action;
