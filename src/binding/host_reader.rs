@@ -7,21 +7,18 @@
 //! no `uv_poll_*` (calling it aborts the process), so there Bun's own reader reads it
 //! (`Bun.file(fd).stream()`, which leaves the descriptor to us) and we take its chunks.
 use std::cell::{Cell, RefCell};
-use std::ffi::{c_int, c_void};
-use std::ptr;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::future::{Either, LocalBoxFuture};
 use futures::FutureExt;
-use napi::sys;
 
 use super::executor;
 use super::host::call_method;
 use super::js::{Held, Js, Thrown, Value};
 use super::pump::{self, HostReaderHooks, Shared};
-use super::uv::{uv, Uv, UV_POLL, UV_READABLE};
+use super::uv::{uv, Poll};
 use crate::transport::stdio::{HostReader, Readiness, StdoutReader};
 
 #[derive(Clone, Copy)]
@@ -65,11 +62,11 @@ impl HostReader for LoopReader {
   fn start(&self, reader: Box<StdoutReader>) -> Result<(), Box<StdoutReader>> {
     let hooks = match self.runtime {
       Runtime::Node => {
-        let poller = Rc::downgrade(&Poller::start(self.js, &self.side, reader)?);
+        let poll = Watcher::start(self.js, &self.side, reader)?;
         HostReaderHooks {
           stop: Box::new(move || {
-            if let Some(poller) = poller.upgrade() {
-              poller.stop();
+            if let Some(poll) = poll.upgrade() {
+              poll.stop();
             }
           }),
           busy: None,
@@ -504,130 +501,58 @@ struct Reading {
   side: Shared,
 }
 
-struct Poller {
-  uv: &'static Uv,
-  env: sys::napi_env,
-  /// The `uv_poll_t`, allocated here; freed when the poller drops, after its close callback.
-  handle: *mut c_void,
-  layout: std::alloc::Layout,
+/// Node: the reader, fed whenever the loop's poll handle finds its descriptor readable.
+struct Watcher {
+  poll: RefCell<Weak<Poll>>,
   reading: RefCell<Option<Reading>>,
-  context: Cell<sys::napi_async_context>,
-  closing: Cell<bool>,
-  in_callback: Cell<bool>,
 }
 
-impl Poller {
+impl Watcher {
+  /// Watches the reader's descriptor; the reader comes back when the loop cannot.
   fn start(
     js: Js,
     side: &Shared,
     reader: Box<StdoutReader>,
-  ) -> Result<Rc<Poller>, Box<StdoutReader>> {
-    let Some(uv) = uv() else { return Err(reader) };
-    let mut event_loop = ptr::null_mut();
-    // SAFETY: env is this JS thread's env; the call only reads it.
-    let status = unsafe { sys::napi_get_uv_event_loop(js.env, &mut event_loop) };
-    if status != sys::Status::napi_ok || event_loop.is_null() {
-      return Err(reader);
-    }
-    // SAFETY: uv_handle_size has no preconditions.
-    let size = unsafe { (uv.handle_size)(UV_POLL) };
-    let Ok(layout) = std::alloc::Layout::from_size_align(size.max(1), 16) else {
-      return Err(reader);
-    };
-    // SAFETY: layout has a non-zero size.
-    let handle = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<c_void>();
-    if handle.is_null() {
-      return Err(reader);
-    }
+  ) -> Result<Weak<Poll>, Box<StdoutReader>> {
     let fd = reader.fd();
-    // SAFETY: handle is zeroed memory of uv_poll_t's size; the loop is this thread's; fd is
-    // an open, non-blocking descriptor the reader owns until the close callback.
-    if unsafe { (uv.poll_init)(event_loop.cast(), handle, fd) } != 0 {
-      // SAFETY: allocated above with this layout; libuv did not take the handle.
-      unsafe { std::alloc::dealloc(handle.cast(), layout) };
-      return Err(reader);
-    }
-    let mut context = ptr::null_mut();
-    // SAFETY: env is live; a null resource makes napi create one.
-    unsafe {
-      sys::napi_async_init(
-        js.env,
-        ptr::null_mut(),
-        js.string("mcp-native:stdout"),
-        &mut context,
-      )
-    };
-    let poller = Rc::new(Poller {
-      uv,
-      env: js.env,
-      handle,
-      layout,
+    let watcher = Rc::new(Watcher {
+      poll: RefCell::new(Weak::new()),
       reading: RefCell::new(Some(Reading {
         reader: Some(reader),
         side: side.clone(),
       })),
-      context: Cell::new(context),
-      closing: Cell::new(false),
-      in_callback: Cell::new(false),
     });
-    // libuv holds one strong count until the close callback gives it back.
-    let data = Rc::into_raw(poller.clone()).cast_mut().cast::<c_void>();
-    // SAFETY: handle was initialised by uv_poll_init above; the callbacks match libuv's
-    // signatures; the handle does not keep the host alive (pending promises do).
-    unsafe {
-      (uv.set_data)(handle, data);
-      (uv.unref)(handle);
-      (uv.poll_start)(handle, UV_READABLE, on_readable);
-      sys::napi_add_env_cleanup_hook(js.env, Some(on_teardown), data);
+    let (reads, closes) = (watcher.clone(), watcher.clone());
+    let started = Poll::start(
+      js,
+      fd,
+      move |js| reads.readable(js),
+      // The reader (its descriptor) and the transport's side go with the handle.
+      move || drop(closes.reading.borrow_mut().take()),
+    );
+    match started {
+      Some(poll) => {
+        *watcher.poll.borrow_mut() = Rc::downgrade(&poll);
+        Ok(Rc::downgrade(&poll))
+      }
+      None => {
+        // A poll that did not start never ran its callbacks: the reader is still here.
+        match watcher.reading.borrow_mut().take().and_then(|r| r.reader) {
+          Some(reader) => Err(reader),
+          None => Ok(Weak::new()),
+        }
+      }
     }
-    Ok(poller)
   }
 
-  /// Stops watching; the descriptor closes in the close callback. Idempotent.
   fn stop(&self) {
-    if self.closing.replace(true) {
-      return;
-    }
-    let data = (self as *const Poller).cast_mut().cast::<c_void>();
-    // SAFETY: the handle is live (not closed yet: `closing` was false); env is this
-    // thread's; the hook was registered with exactly this function and data.
-    unsafe {
-      (self.uv.poll_stop)(self.handle);
-      (self.uv.close)(self.handle, on_closed);
-      sys::napi_remove_env_cleanup_hook(self.env, Some(on_teardown), data);
-    }
-    if !self.in_callback.get() {
-      self.destroy_context();
-    }
-  }
-
-  fn destroy_context(&self) {
-    let context = self.context.replace(ptr::null_mut());
-    if !context.is_null() {
-      // SAFETY: created by napi_async_init on this env; destroyed once (nulled above).
-      unsafe { sys::napi_async_destroy(self.env, context) };
+    if let Some(poll) = self.poll.borrow().upgrade() {
+      poll.stop();
     }
   }
 
   /// The descriptor is readable (or in error: the read reports it).
-  fn readable(self: &Rc<Self>) {
-    let js = Js::new(self.env);
-    let mut handle_scope = ptr::null_mut();
-    let mut callback_scope = ptr::null_mut();
-    self.in_callback.set(true);
-    // SAFETY: a libuv callback on the JS thread, outside any other scope: open a handle
-    // scope for the values made here and a callback scope, whose close runs the microtasks
-    // (promise continuations) the deliveries queue, as a threadsafe function's call would.
-    unsafe {
-      sys::napi_open_handle_scope(self.env, &mut handle_scope);
-      // Node ignores the resource argument: the async context carries it.
-      sys::napi_open_callback_scope(
-        self.env,
-        ptr::null_mut(),
-        self.context.get(),
-        &mut callback_scope,
-      );
-    }
+  fn readable(self: &Rc<Self>, js: Js) {
     let side = self.reading.borrow().as_ref().map(|r| r.side.clone());
     let read = || {
       let mut reading = self.reading.borrow_mut();
@@ -636,7 +561,7 @@ impl Poller {
         None => (Readiness::Ended, false),
       }
     };
-    // The borrow ends inside `read`, before the deliveries (which may stop this poller).
+    // The borrow ends inside `read`, before the deliveries (which may stop the poll).
     let (readiness, long_line) = match &side {
       Some(side) => pump::read_here(js, side, read),
       None => (Readiness::Ended, false),
@@ -646,19 +571,8 @@ impl Poller {
     } else if long_line {
       self.hand_over_long_line(js);
     }
-    // SAFETY: the scopes opened above, closed in reverse order.
-    unsafe {
-      sys::napi_close_callback_scope(self.env, callback_scope);
-      sys::napi_close_handle_scope(self.env, handle_scope);
-    }
-    self.in_callback.set(false);
-    if self.closing.get() {
-      self.destroy_context();
-    }
   }
-}
 
-impl Poller {
   /// A long line has begun: the runtime reads the rest of it (and gives the reader back),
   /// so copying its megabytes and faulting in their fresh pages never blocks the JS thread.
   fn hand_over_long_line(self: &Rc<Self>, js: Js) {
@@ -668,8 +582,9 @@ impl Poller {
       .as_mut()
       .and_then(|reading| reading.reader.take());
     let Some(reader) = reader else { return };
-    // SAFETY: the handle is live (not closing: `readable` runs only before the close).
-    unsafe { (self.uv.poll_stop)(self.handle) };
+    if let Some(poll) = self.poll.borrow().upgrade() {
+      poll.pause();
+    }
     let back = executor::on_runtime(js, crate::transport::stdio::read_long_line(reader));
     let me = self.clone();
     executor::spawn(js, async move {
@@ -679,57 +594,18 @@ impl Poller {
   }
 
   /// The runtime is done with a long line: watch the descriptor again, unless the stream
-  /// ended meanwhile or the poller is closing (the reader, and its descriptor, then go).
+  /// ended meanwhile or the poll is closing (the reader, and its descriptor, then go).
   fn take_back(&self, reader: Option<Box<StdoutReader>>) {
     let Some(reader) = reader else {
       self.stop();
       return;
     };
-    if self.closing.get() {
+    let Some(poll) = self.poll.borrow().upgrade().filter(|p| !p.is_closing()) else {
       return;
-    }
+    };
     if let Some(reading) = self.reading.borrow_mut().as_mut() {
       reading.reader = Some(reader);
-      // SAFETY: the handle is live (not closing) and was initialised in `start`.
-      unsafe { (self.uv.poll_start)(self.handle, UV_READABLE, on_readable) };
+      poll.resume();
     }
   }
-}
-
-impl Drop for Poller {
-  fn drop(&mut self) {
-    // SAFETY: allocated in `start` with this layout; the close callback has run (libuv's
-    // count kept the poller alive until then), so libuv no longer uses the memory.
-    unsafe { std::alloc::dealloc(self.handle.cast(), self.layout) };
-  }
-}
-
-unsafe extern "C" fn on_readable(handle: *mut c_void, _status: c_int, _events: c_int) {
-  let Some(uv) = uv() else { return };
-  let data = (uv.get_data)(handle) as *const Poller;
-  // SAFETY: the data is the Rc<Poller> raw pointer set in `start`, alive until on_closed:
-  // this takes one more count of it for the call.
-  let poller = unsafe {
-    Rc::increment_strong_count(data);
-    Rc::from_raw(data)
-  };
-  let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poller.readable()));
-}
-
-unsafe extern "C" fn on_closed(handle: *mut c_void) {
-  let Some(uv) = uv() else { return };
-  // SAFETY: gives back the strong count handed to libuv in `start`; libuv is done with the
-  // handle now.
-  let poller = unsafe { Rc::from_raw((uv.get_data)(handle) as *const Poller) };
-  // The reader (its descriptor) and the transport's side go with the handle.
-  let reading = poller.reading.borrow_mut().take();
-  drop(reading);
-}
-
-/// The env is going away (a worker ends): its loop must not keep our handle.
-unsafe extern "C" fn on_teardown(data: *mut c_void) {
-  // SAFETY: data is the poller pointer registered in `start`, alive until on_closed, which
-  // cannot have run yet: `stop` removes this hook before the close is requested.
-  let poller = unsafe { &*(data as *const Poller) };
-  poller.stop();
 }

@@ -1,6 +1,6 @@
 //! The operating system and the CPU behind safe functions. `unsafe` code lives here, in
-//! `binding/js.rs` (Node-API) and in the binding's libuv glue (`uv.rs`, `host_reader.rs`,
-//! `loop_spin.rs`); `node scripts/layers.mjs --report` lists where.
+//! `binding/js.rs` (Node-API) and in `binding/uv.rs` (the libuv glue), nowhere else;
+//! `node scripts/layers.mjs --report` lists where.
 #[cfg(unix)]
 pub mod mapping;
 #[cfg(unix)]
