@@ -12,7 +12,7 @@ use super::executor;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::finish;
 use super::js_error::type_error;
-use crate::sys::process::signal_group;
+use crate::sys::process::{group_gone, signal_group, Signal};
 use crate::transport::process_group::{AFTER_KILL, KILL_GRACE};
 use crate::transport::spawn_command::{
   self, Environment, HostFiles, SpawnCommand, Target, WindowsRequest,
@@ -225,13 +225,13 @@ struct Termination {
 }
 
 impl Termination {
-  fn send(&self, js: Js, signal: i32, name: &str) -> Signalled {
+  fn send(&self, js: Js, signal: Signal) -> Signalled {
     if let Some(pgid) = self.group {
       if signal_group(pgid, signal) {
         return Signalled::Delivered;
       }
       // errno is still that of the kill: nothing ran in between.
-      if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+      if group_gone() {
         return Signalled::GroupGone;
       }
     }
@@ -240,7 +240,7 @@ impl Termination {
     // follow decide what happens next.
     let _ = js
       .get(proc, "kill")
-      .and_then(|kill| js.call(kill, proc, &[js.string(name)]));
+      .and_then(|kill| js.call(kill, proc, &[js.string(signal.name())]));
     Signalled::Delivered
   }
 
@@ -255,7 +255,7 @@ impl Termination {
   }
 
   async fn run(mut self, js: Js) {
-    if let Signalled::GroupGone = self.send(js, libc::SIGTERM, "SIGTERM") {
+    if let Signalled::GroupGone = self.send(js, Signal::Terminate) {
       return;
     }
     let exited = self.wait(js, self.grace).await;
@@ -263,7 +263,7 @@ impl Termination {
     if exited && !self.detached {
       return;
     }
-    if let Signalled::GroupGone = self.send(js, libc::SIGKILL, "SIGKILL") {
+    if let Signalled::GroupGone = self.send(js, Signal::Kill) {
       return;
     }
     if !exited {

@@ -134,8 +134,8 @@ fn shell_command(command: &str) -> Command {
 
 async fn kill_all(child: &mut Child, pid: Option<u32>) {
   #[cfg(unix)]
-  if let Some(pgid) = pid.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
-    crate::sys::process::signal_group(pgid, libc::SIGKILL);
+  if let Some(pgid) = pid.and_then(|pid| i32::try_from(pid).ok()) {
+    crate::sys::process::signal_group(pgid, crate::sys::process::Signal::Kill);
   }
   #[cfg(not(unix))]
   let _ = pid;
@@ -271,7 +271,7 @@ mod tests {
       start.elapsed()
     );
 
-    let sleep_pid: libc::pid_t = std::fs::read_to_string(&pid_file)
+    let sleep_pid: i32 = std::fs::read_to_string(&pid_file)
       .unwrap()
       .trim()
       .parse()
@@ -288,13 +288,16 @@ mod tests {
   }
 
   /// Alive and not a zombie (an orphaned zombie waits for whoever reaps orphans here).
-  fn is_running(pid: libc::pid_t) -> bool {
+  fn is_running(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
       Ok(stat) => stat
         .rsplit_once(") ")
         .is_some_and(|(_, rest)| !rest.starts_with('Z')),
       // Signal 0 only asks whether the process exists.
-      Err(_) => !cfg!(target_os = "linux") && crate::sys::process::signal_process(pid, 0),
+      Err(_) => {
+        !cfg!(target_os = "linux")
+          && crate::sys::process::signal_process(pid, crate::sys::process::Signal::Probe)
+      }
     }
   }
 

@@ -5,16 +5,52 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
 use std::time::Duration;
 
-/// Sends `signal` to every process in the group; false if the group is gone.
-pub fn signal_group(pgid: i32, signal: i32) -> bool {
-  // SAFETY: kill has no memory-safety preconditions.
-  unsafe { libc::kill(-pgid, signal) == 0 }
+/// What the transports ask of a process or its group, without naming the OS's numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+  /// Only asks whether it is still there.
+  Probe,
+  /// Asks it to end (SIGTERM).
+  Terminate,
+  /// Ends it at once (SIGKILL).
+  Kill,
 }
 
-/// Sends `signal` to one process; false if it is gone (0 only asks whether it exists).
-pub fn signal_process(pid: i32, signal: i32) -> bool {
+impl Signal {
+  const fn number(self) -> i32 {
+    match self {
+      Signal::Probe => 0,
+      Signal::Terminate => libc::SIGTERM,
+      Signal::Kill => libc::SIGKILL,
+    }
+  }
+
+  /// Node's name for it, as `ChildProcess.kill(name)` takes it.
+  pub const fn name(self) -> &'static str {
+    match self {
+      Signal::Probe => "0",
+      Signal::Terminate => "SIGTERM",
+      Signal::Kill => "SIGKILL",
+    }
+  }
+}
+
+/// Sends `signal` to every process in the group; false if it could not (see `group_gone`).
+/// Async-signal-safe.
+pub fn signal_group(pgid: i32, signal: Signal) -> bool {
   // SAFETY: kill has no memory-safety preconditions.
-  unsafe { libc::kill(pid, signal) == 0 }
+  unsafe { libc::kill(-pgid, signal.number()) == 0 }
+}
+
+/// Whether the signal that just failed found no process left (ESRCH); call it right after.
+pub fn group_gone() -> bool {
+  std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Sends `signal` to one process; false if it is gone.
+pub fn signal_process(pid: i32, signal: Signal) -> bool {
+  // SAFETY: kill has no memory-safety preconditions.
+  unsafe { libc::kill(pid, signal.number()) == 0 }
 }
 
 /// Reaps the child `pid` if it has exited, without waiting. Async-signal-safe.

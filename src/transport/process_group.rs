@@ -40,10 +40,10 @@ pub fn unregister(pgid: i32) {
   }
 }
 
-pub use crate::sys::process::signal_group;
+pub use crate::sys::process::{signal_group, Signal};
 
 pub fn group_alive(pgid: i32) -> bool {
-  signal_group(pgid, 0)
+  signal_group(pgid, Signal::Probe)
 }
 
 /// SIGTERM to every recorded group, SIGKILL to those still alive after the grace period.
@@ -56,7 +56,7 @@ pub fn terminate_all() {
   for slot in GROUPS.iter() {
     let pgid = slot.load(Ordering::Acquire);
     if pgid > 0 {
-      any |= signal_group(pgid, libc::SIGTERM);
+      any |= signal_group(pgid, Signal::Terminate);
     }
   }
   if !any {
@@ -82,7 +82,7 @@ pub fn terminate_all() {
   for slot in GROUPS.iter() {
     let pgid = slot.load(Ordering::Acquire);
     if pgid > 0 {
-      signal_group(pgid, libc::SIGKILL);
+      signal_group(pgid, Signal::Kill);
     }
   }
 }

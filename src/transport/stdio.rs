@@ -30,7 +30,7 @@ use crate::session::{Event, EventSink, Session};
 
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// Pipe buffer size asked for (Linux caps unprivileged pipes at 1 MiB by default).
-const PIPE_BYTES: libc::c_int = 1024 * 1024;
+const PIPE_BYTES: i32 = 1024 * 1024;
 /// S5: how long a server that closed stdout gets to finish its last stderr words.
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
 
@@ -313,7 +313,7 @@ impl StdioTransport {
       (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
       // Unreachable with piped stdio; still, never leave the child behind.
-      process_group::signal_group(pgid, libc::SIGKILL);
+      process_group::signal_group(pgid, process_group::Signal::Kill);
       process_group::unregister(pgid);
       return Err(spawn_error(
         &config.command,
@@ -516,7 +516,7 @@ async fn supervise(mut s: Supervised) {
 }
 
 async fn stop_process_group(child: &mut Child, pgid: i32) {
-  process_group::signal_group(pgid, libc::SIGTERM);
+  process_group::signal_group(pgid, process_group::Signal::Terminate);
   let deadline = tokio::time::Instant::now() + KILL_GRACE;
   let leader_exited = tokio::time::timeout_at(deadline, child.wait())
     .await
@@ -526,7 +526,7 @@ async fn stop_process_group(child: &mut Child, pgid: i32) {
     tokio::time::sleep(Duration::from_millis(10)).await;
   }
   if process_group::group_alive(pgid) || !leader_exited {
-    process_group::signal_group(pgid, libc::SIGKILL);
+    process_group::signal_group(pgid, process_group::Signal::Kill);
     // A14: waited for 0.5 s at most; the exit-time reaper and PDEATHSIG cover the rest.
     let _ = tokio::time::timeout(AFTER_KILL, child.wait()).await;
   }
