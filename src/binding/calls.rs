@@ -6,10 +6,11 @@ use super::args::abort_reason;
 use super::args::{self, ParamsError};
 use super::js::{Js, Thrown, Value};
 use super::js_error;
-use super::pump::{reject_pending, JsSide, Shared};
+use super::pump::{abort_pending, JsSide, Shared};
+use super::request_hooks;
 use super::timeout_resolver;
 use crate::error::CoreError;
-use crate::session::RequestOptions;
+use crate::session::{Hooks, RequestOptions};
 
 fn type_error(js: Js, message: &str) -> Result<Value, Thrown> {
   js.rejected(js_error::type_error(js, message))
@@ -69,15 +70,19 @@ pub fn request(
     },
     Err(Thrown(error)) => return js.rejected(error),
   };
-  let id = match session.request_with(&method, params.as_deref(), request_options) {
-    Ok(id) => id,
-    Err(e) => return js.rejected(js_error::to_js(js, &e)),
-  };
   let (deferred, promise) = js.create_promise()?;
-  side.borrow_mut().add_pending(id, deferred);
-  if let Some(on_progress) = on_progress {
-    side.borrow_mut().set_progress_hook(id, on_progress);
-  }
+  let hooks = Hooks {
+    progress: on_progress.map(|f| request_hooks::of_value(js, f)),
+    ..Hooks::promise(request_hooks::of_deferred(deferred))
+  };
+  let id = match session.request_tracked(&method, params.as_deref(), request_options, hooks) {
+    Ok(id) => id,
+    Err(e) => {
+      js.reject(request_hooks::release(js, hooks), js_error::to_js(js, &e));
+      return Ok(promise);
+    }
+  };
+  side.borrow_mut().update_keep_alive();
   if let Some(signal) = signal {
     let target = AbortTarget {
       side: Rc::downgrade(side),
@@ -89,7 +94,14 @@ pub fn request(
     })?;
     let add = js.get(signal, "addEventListener")?;
     js.call(add, signal, &[js.string("abort"), listener])?;
-    side.borrow_mut().set_abort_hook(id, signal, listener);
+    let (signal, listener) = (
+      request_hooks::of_value(js, signal),
+      request_hooks::of_value(js, listener),
+    );
+    if !session.set_abort(id, signal, listener) {
+      request_hooks::drop_ref(js, signal);
+      request_hooks::drop_ref(js, listener);
+    }
   }
   Ok(promise)
 }
@@ -112,14 +124,13 @@ pub fn notify(
     Ok(base) => base,
     Err(Thrown(error)) => return js.rejected(error),
   };
-  match session.notify_with(&method, params.as_deref(), base_timeout) {
-    Ok(ticket) => {
-      let (deferred, promise) = js.create_promise()?;
-      side.borrow_mut().add_pending(ticket, deferred);
-      Ok(promise)
-    }
-    Err(e) => js.rejected(js_error::to_js(js, &e)),
+  let (deferred, promise) = js.create_promise()?;
+  let hooks = Hooks::promise(request_hooks::of_deferred(deferred));
+  match session.notify_tracked(&method, params.as_deref(), base_timeout, hooks) {
+    Ok(_) => side.borrow_mut().update_keep_alive(),
+    Err(e) => js.reject(deferred, js_error::to_js(js, &e)),
   }
+  Ok(promise)
 }
 
 struct AbortTarget {
@@ -137,11 +148,7 @@ impl AbortTarget {
       return;
     };
     let (reason, text) = abort_reason(js, signal);
-    let session = side.borrow().session.clone();
-    reject_pending(&side, self.id, reason);
     // T9: the core drops the entry and tells the server.
-    if let Some(session) = session {
-      session.abort(self.id, &text);
-    }
+    abort_pending(&side, self.id, reason, &text);
   }
 }

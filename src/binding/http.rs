@@ -204,10 +204,11 @@ impl JsHttpTransport {
     // A9/A20: the wait for the GET's answer follows the timeout as the resolver gives it.
     let input = self.side.borrow().timeout_input;
     let timeout = super::timeout_resolver::resolve(js, input)?;
-    let ticket = session.allocate_ticket();
     let (deferred, promise) = js.create_promise()?;
     // A listener alone does not keep the host alive (§0).
-    self.side.borrow_mut().add_background(ticket, deferred);
+    let ticket = session.track(crate::session::Hooks::background(
+      super::request_hooks::of_deferred(deferred),
+    ));
     if let Some(transport) = &self.transport {
       transport.start_listener(ticket, timeout);
     }

@@ -1,7 +1,7 @@
 //! The napi binding layer: implements the core's host traits over JS values, converts
 //! arguments and results, and bridges callbacks, promises and signals. The flows and their
-//! decisions are the core's (`crate::client`, `crate::manager`); Node-API's unsafe calls are
-//! all in `js`, and libuv's in `uv`'s users (`host_reader`, `loop_spin`).
+//! decisions are the core's (`crate::client`, `crate::manager`, `crate::session`); Node-API's
+//! unsafe calls are all in `js`, and libuv's in `uv`.
 mod args;
 pub(crate) mod calls;
 mod client;
@@ -20,6 +20,7 @@ mod loop_spin;
 mod manager;
 mod mcp_client;
 pub(crate) mod pump;
+mod request_hooks;
 mod resources;
 mod spawn_command;
 mod stdio;

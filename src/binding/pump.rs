@@ -17,6 +17,7 @@ use super::js::timer_function;
 use super::js::{Js, Thrown, Tsfn, Value, EXTERNAL_STRING_BYTES};
 use super::js_error;
 use super::loop_spin;
+use super::request_hooks;
 use crate::client::server_requests;
 use crate::protocol::tree::{Node, ResultTree, Text};
 use crate::runtime::spin::SpinPolicy;
@@ -92,21 +93,6 @@ impl EventSink for EventPump {
   }
 }
 
-/// The abort bridge of one request (T8), released when the request settles.
-struct AbortHook {
-  signal: sys::napi_ref,
-  listener: sys::napi_ref,
-}
-
-struct PendingJs {
-  deferred: sys::napi_deferred,
-  abort: Option<AbortHook>,
-  /// P4: the request's `onProgress`.
-  on_progress: Option<sys::napi_ref>,
-  /// Background work (the SSE listener) does not keep the host alive.
-  background: bool,
-}
-
 /// How the transport drives its host-loop reader.
 pub struct HostReaderHooks {
   /// Stops reading for good (the transport closed or is collected).
@@ -172,9 +158,6 @@ pub struct JsSide {
   pump: Arc<EventPump>,
   tsfn: Option<Tsfn>,
   keeps_alive: bool,
-  pending: HashMap<u64, PendingJs>,
-  /// Pending entries that keep the host alive.
-  foreground: usize,
   close_waiters: Vec<sys::napi_deferred>,
   callbacks: Callbacks,
   /// Changes whenever a callback is assigned or dropped, so a cached one is looked up again.
@@ -214,8 +197,6 @@ impl JsSide {
       pump: pump.clone(),
       tsfn: None,
       keeps_alive: false,
-      pending: HashMap::new(),
-      foreground: 0,
       close_waiters: Vec::new(),
       callbacks: Callbacks::default(),
       callbacks_epoch: 0,
@@ -289,9 +270,11 @@ impl JsSide {
     self.callbacks.slot(slot).is_some()
   }
 
-  /// Pending promises keep the host alive; nothing else does.
-  fn update_keep_alive(&mut self) {
-    let wanted = self.foreground > 0 || !self.close_waiters.is_empty();
+  /// Pending promises keep the host alive (the session's table counts those of requests);
+  /// nothing else does. Called after every change to either.
+  pub fn update_keep_alive(&mut self) {
+    let requests = self.session.as_ref().is_some_and(|s| s.keeps_alive());
+    let wanted = requests || !self.close_waiters.is_empty();
     if wanted == self.keeps_alive || self.pump.queue().tsfn.is_none() {
       return;
     }
@@ -314,41 +297,15 @@ impl JsSide {
     }
   }
 
-  pub fn add_pending(&mut self, ticket: u64, deferred: sys::napi_deferred) {
-    self.insert_pending(ticket, deferred, false);
+  /// The hooks of `ticket` while its caller waits.
+  fn hooks(&self, ticket: u64) -> Option<crate::session::Hooks<crate::session::HostRef>> {
+    self.session.as_ref()?.hooks(ticket)
   }
 
-  pub fn add_background(&mut self, ticket: u64, deferred: sys::napi_deferred) {
-    self.insert_pending(ticket, deferred, true);
-  }
-
-  fn insert_pending(&mut self, ticket: u64, deferred: sys::napi_deferred, background: bool) {
-    let pending = PendingJs {
-      deferred,
-      abort: None,
-      on_progress: None,
-      background,
-    };
-    if !background {
-      self.foreground += 1;
-    }
-    self.pending.insert(ticket, pending);
-    self.update_keep_alive();
-  }
-
+  /// T8: the signal `ticket`'s caller gave, while it waits.
   pub fn abort_signal(&self, ticket: u64) -> Option<Value> {
-    let hook = self.pending.get(&ticket)?.abort.as_ref()?;
-    Js::new(self.env).ref_value(hook.signal)
-  }
-
-  pub fn set_abort_hook(&mut self, ticket: u64, signal: Value, listener: Value) {
-    let js = Js::new(self.env);
-    if let Some(pending) = self.pending.get_mut(&ticket) {
-      pending.abort = Some(AbortHook {
-        signal: js.new_ref(signal, 1),
-        listener: js.new_ref(listener, 1),
-      });
-    }
+    let (signal, _) = self.hooks(ticket)?.abort?;
+    request_hooks::value(Js::new(self.env), signal)
   }
 
   pub fn set_host_reader(&mut self, hooks: HostReaderHooks) {
@@ -396,41 +353,16 @@ impl JsSide {
     }
   }
 
-  pub fn set_progress_hook(&mut self, ticket: u64, on_progress: Value) {
-    let js = Js::new(self.env);
-    if let Some(pending) = self.pending.get_mut(&ticket) {
-      pending.on_progress = Some(js.new_ref(on_progress, 1));
-    }
-  }
-
   fn progress_hook(&self, ticket: u64) -> Option<Value> {
-    let hook = self.pending.get(&ticket)?.on_progress?;
-    Js::new(self.env).ref_value(hook)
+    let progress = self.hooks(ticket)?.progress?;
+    request_hooks::value(Js::new(self.env), progress)
   }
 
-  /// Removes a pending request; its abort listener is detached (T8: no listener leak).
-  fn take_pending(&mut self, ticket: u64) -> Option<sys::napi_deferred> {
-    let pending = self.pending.remove(&ticket)?;
-    if !pending.background {
-      self.foreground -= 1;
-    }
+  /// The caller of `ticket` is told now: its hooks are released and its deferred returned.
+  fn finish(&mut self, ticket: u64) -> Option<sys::napi_deferred> {
+    let hooks = self.session.as_ref()?.finish(ticket)?;
     self.update_keep_alive();
-    if let Some(hook) = pending.on_progress {
-      Js::new(self.env).delete_ref(hook);
-    }
-    if let Some(hook) = pending.abort {
-      let js = Js::new(self.env);
-      if let (Some(signal), Some(listener)) =
-        (js.ref_value(hook.signal), js.ref_value(hook.listener))
-      {
-        if let Ok(remove) = js.get(signal, "removeEventListener") {
-          let _ = js.call(remove, signal, &[js.string("abort"), listener]);
-        }
-      }
-      js.delete_ref(hook.signal);
-      js.delete_ref(hook.listener);
-    }
-    Some(pending.deferred)
+    Some(request_hooks::release(Js::new(self.env), hooks))
   }
 
   pub fn add_close_waiter(&mut self, deferred: sys::napi_deferred) {
@@ -468,17 +400,17 @@ impl JsSide {
   }
 }
 
-/// Rejects a pending request from the JS thread (T8 abort) with `reason`.
-pub fn reject_pending(side: &Shared, ticket: u64, reason: Value) -> bool {
-  let env = side.borrow().env;
-  let deferred = side.borrow_mut().take_pending(ticket);
-  match deferred {
-    Some(deferred) => {
-      Js::new(env).reject(deferred, reason);
-      true
-    }
-    None => false,
-  }
+/// T8: the caller of `ticket` gave up: the session drops it (telling the server), and its
+/// promise rejects with `reason`. False once it had been told how it ended.
+pub fn abort_pending(side: &Shared, ticket: u64, reason: Value, text: &str) -> bool {
+  let session = side.borrow().session.clone();
+  let Some(hooks) = session.and_then(|s| s.abort(ticket, text)) else {
+    return false;
+  };
+  let js = Js::new(side.borrow().env);
+  side.borrow_mut().update_keep_alive();
+  js.reject(request_hooks::release(js, hooks), reason);
+  true
 }
 
 /// The threadsafe function's call: everything queued since the last one.
@@ -653,7 +585,8 @@ fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
     let value = js.element(values, i as u32).unwrap_or(undefined);
     match event {
       Event::Settled { ticket, .. } => {
-        let deferred = side.borrow_mut().take_pending(ticket);
+        // One at a time: a callback earlier in the run may still abort it (T8).
+        let deferred = side.borrow_mut().finish(ticket);
         if let Some(deferred) = deferred {
           js.resolve(deferred, value);
         }
@@ -752,7 +685,7 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       );
     }
     Event::Settled { ticket, outcome } => {
-      let deferred = side.borrow_mut().take_pending(ticket);
+      let deferred = side.borrow_mut().finish(ticket);
       let Some(deferred) = deferred else { return };
       match outcome {
         Ok(Some(result)) => match js.json_parse(result.get()) {
@@ -764,7 +697,7 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
       }
     }
     Event::SettledTree { ticket, result } => {
-      let deferred = side.borrow_mut().take_pending(ticket);
+      let deferred = side.borrow_mut().finish(ticket);
       if let Some(deferred) = deferred {
         let mut result = result;
         match build_tree(js, &mut result) {

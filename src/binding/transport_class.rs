@@ -63,13 +63,12 @@ pub fn open_subscription(
   }
   let filter = filter.and_then(|f| super::manager::tool_cache::json_of(js, f));
   let params = crate::protocol::subscriptions::listen_params(filter.as_ref());
-  let ticket = match session.listen(&params) {
-    Ok(ticket) => ticket,
-    Err(_) => return Some(js.resolved(js.undefined())),
-  };
   Some(js.create_promise().map(|(deferred, promise)| {
     // A subscription alone does not keep the host alive (§0).
-    side.borrow_mut().add_background(ticket, deferred);
+    let hooks = crate::session::Hooks::background(super::request_hooks::of_deferred(deferred));
+    if session.listen_tracked(&params, hooks).is_err() {
+      js.resolve(deferred, js.undefined());
+    }
     promise
   }))
 }

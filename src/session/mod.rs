@@ -1,7 +1,10 @@
-//! One connection's correlation core: id allocation, the pending table, timeouts,
-//! cancellation and server-request answering. Transport-agnostic and napi-free: frames go
-//! out through an ordered queue, everything JS must see comes out as `Event`s in order.
-use std::collections::HashMap;
+//! One connection's correlation core: id allocation, the one table of requests (`requests`),
+//! timeouts, cancellation and server-request answering. Transport-agnostic and napi-free:
+//! frames go out through an ordered queue, everything JS must see comes out as `Event`s in
+//! order, and the JS side's handles for each request are kept in the same table.
+mod requests;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -18,6 +21,8 @@ use crate::protocol::plain_notification::{plain_notification, PlainNotification}
 use crate::protocol::subscriptions;
 use crate::protocol::tool_headers;
 use crate::protocol::tree;
+pub use requests::{Hooks, HostRef};
+use requests::{Requests, Wire};
 
 /// P4: the server's progress on one of our requests.
 const PROGRESS: &str = "notifications/progress";
@@ -160,42 +165,10 @@ pub struct RequestTiming {
   pub max_total: Option<Duration>,
 }
 
-struct Pending {
-  /// T9: `initialize` is never cancelled.
-  is_initialize: bool,
-  /// N4: a `tools/list` of the stateless era, whose tools are screened.
-  lists_tools: bool,
-  timer: Option<JoinHandle<()>>,
-  /// P4: `maxTotalTimeout`'s timer, never restarted.
-  total_timer: Option<JoinHandle<()>>,
-  cancel: Option<CancellationToken>,
-  /// P4: its progress notifications are reported.
-  progress: bool,
-  /// P4: the timeout a progress notification restarts.
-  reset_after: Option<Duration>,
-  /// N7: see `RequestOptions::subscription`.
-  subscription: bool,
-}
-
-impl Pending {
-  /// The entry is gone: stop its timer and whatever the transport still does for it.
-  fn stop_timer(self) {
-    if let Some(timer) = self.timer {
-      timer.abort();
-    }
-    if let Some(timer) = self.total_timer {
-      timer.abort();
-    }
-    if let Some(cancel) = self.cancel {
-      cancel.cancel();
-    }
-  }
-}
-
 struct State {
   connected: bool,
   next_ticket: u64,
-  pending: HashMap<u64, Pending>,
+  requests: Requests<HostRef>,
   /// The version the server answered `initialize` with (H2 sends it as a header).
   protocol_version: Option<String>,
   /// P6: the server's requests our handlers are still working on, by raw JSON id.
@@ -204,8 +177,6 @@ struct State {
   stateless_meta: Option<message::MetaEnvelope>,
   /// N4: the tool parameters mirrored into `Mcp-Param-*` headers, from `tools/list`.
   tool_headers: tool_headers::ToolHeaders,
-  /// N5: the id a request was re-sent under → the ticket it still settles.
-  reissued: HashMap<u64, u64>,
   /// A7: with `requestIdFormat: "string"`, request `n` goes out as the hex of `n ^ salt`.
   hex_salt: Option<u64>,
   /// Notifies and listeners get tickets of their own, so requests are numbered 1, 2, 3…
@@ -227,30 +198,20 @@ pub struct Session {
   stateless: std::sync::atomic::AtomicBool,
   /// For the timers, which must not keep the session alive.
   me: std::sync::Weak<Session>,
+  /// `requests.keeps_alive()`, read by the JS side after each change without the lock.
+  keeps_alive: AtomicBool,
 }
 
 impl State {
-  /// Request `ticket`'s entry, gone from the table with the ids it was re-sent under.
-  fn remove(&mut self, ticket: u64) -> Option<Pending> {
-    let pending = self.pending.remove(&ticket);
-    if pending.is_some() && !self.reissued.is_empty() {
-      self.reissued.retain(|_, of| *of != ticket);
-    }
-    pending
-  }
-
-  /// The ticket a response with wire id `id` settles, and its entry (gone from the table).
-  fn take_answered(&mut self, id: u64) -> (u64, Option<Pending>) {
-    let ticket = self.reissued.get(&id).copied().unwrap_or(id);
-    (ticket, self.remove(ticket))
-  }
-
   /// N7: whether the subscription a notification names (by its wire id) is one of ours
   /// and still open.
   fn is_open_subscription(&self, id: Option<WireId>) -> bool {
     id.and_then(|id| self.request_number(id)).is_some_and(|id| {
-      let ticket = self.reissued.get(&id).copied().unwrap_or(id);
-      self.pending.get(&ticket).is_some_and(|p| p.subscription)
+      let ticket = self.requests.ticket_of(id);
+      self
+        .requests
+        .waiting(ticket)
+        .is_some_and(|w| w.subscription)
     })
   }
 
@@ -294,12 +255,11 @@ impl Session {
         next_ticket: 1,
         next_local_ticket: LOCAL_TICKETS,
         hex_salt: None,
-        pending: HashMap::new(),
+        requests: Requests::default(),
         protocol_version: None,
         serving: Default::default(),
         stateless_meta: None,
         tool_headers: Default::default(),
-        reissued: HashMap::new(),
       }),
       outbox,
       events,
@@ -307,6 +267,7 @@ impl Session {
       runtime,
       cancel_tokens,
       stateless: Default::default(),
+      keeps_alive: AtomicBool::new(false),
     })
   }
 
@@ -343,6 +304,31 @@ impl Session {
     method: &str,
     params: Option<&str>,
     options: RequestOptions,
+  ) -> Result<u64, CoreError> {
+    self.send_request(method, params, options, None)
+  }
+
+  /// `request_with` for a caller on the JS side, told through `hooks` (its entry stays in
+  /// the table until `finish`).
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn request_tracked(
+    self: &Arc<Self>,
+    method: &str,
+    params: Option<&str>,
+    options: RequestOptions,
+    hooks: Hooks<HostRef>,
+  ) -> Result<u64, CoreError> {
+    self.send_request(method, params, options, Some(hooks))
+  }
+
+  fn send_request(
+    self: &Arc<Self>,
+    method: &str,
+    params: Option<&str>,
+    options: RequestOptions,
+    hooks: Option<Hooks<HostRef>>,
   ) -> Result<u64, CoreError> {
     let mut state = self.state();
     if !state.connected {
@@ -398,19 +384,18 @@ impl Session {
     }
     let resets = options.timing.is_some_and(|t| t.reset_on_progress);
     let lists_tools = method == "tools/list" && state.stateless_meta.is_some();
-    state.pending.insert(
-      id,
-      Pending {
-        is_initialize: method == "initialize",
-        lists_tools,
-        timer,
-        total_timer,
-        cancel,
-        progress: options.progress,
-        reset_after: timeout.filter(|_| resets),
-        subscription: options.subscription,
-      },
-    );
+    let wire = Wire {
+      is_initialize: method == "initialize",
+      lists_tools,
+      timer,
+      total_timer,
+      cancel,
+      progress: options.progress,
+      reset_after: timeout.filter(|_| resets),
+      subscription: options.subscription,
+    };
+    state.requests.insert(id, Some(wire), hooks);
+    self.note_keep_alive(&state);
     Ok(id)
   }
 
@@ -443,7 +428,7 @@ impl Session {
       return;
     };
     let mut state = self.state();
-    let Some(pending) = state.pending.get_mut(&id).filter(|p| p.progress) else {
+    let Some(pending) = state.requests.waiting_mut(id).filter(|p| p.progress) else {
       return;
     };
     if let Some(limit) = pending.reset_after {
@@ -476,23 +461,53 @@ impl Session {
     params: Option<&str>,
     base_timeout: Option<Option<Duration>>,
   ) -> Result<u64, CoreError> {
+    self.send_notify(method, params, base_timeout, None)
+  }
+
+  /// `notify_with` for a caller on the JS side, told through `hooks`.
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn notify_tracked(
+    &self,
+    method: &str,
+    params: Option<&str>,
+    base_timeout: Option<Option<Duration>>,
+    hooks: Hooks<HostRef>,
+  ) -> Result<u64, CoreError> {
+    self.send_notify(method, params, base_timeout, Some(hooks))
+  }
+
+  fn send_notify(
+    &self,
+    method: &str,
+    params: Option<&str>,
+    base_timeout: Option<Option<Duration>>,
+    hooks: Option<Hooks<HostRef>>,
+  ) -> Result<u64, CoreError> {
     let mut state = self.state();
     if !state.connected {
       return Err(CoreError::NotConnected);
     }
     let ticket = state.local_ticket();
+    // In the table before the frame can be written, which settles it.
+    if hooks.is_some() {
+      state.requests.insert(ticket, None, hooks);
+    }
     let frame = message::notification_frame(method, params);
-    let sent = self
-      .outbox
-      .send(Outgoing {
-        frame,
-        ack: Ack::Notify(ticket),
-        cancel: None,
-        session_timed: false,
-        subscription: false,
-        timeout: base_timeout.unwrap_or(self.timeout),
-      })
-      .map_err(|_| CoreError::NotConnected)?;
+    let sent = self.outbox.send(Outgoing {
+      frame,
+      ack: Ack::Notify(ticket),
+      cancel: None,
+      session_timed: false,
+      subscription: false,
+      timeout: base_timeout.unwrap_or(self.timeout),
+    });
+    let Ok(sent) = sent else {
+      state.requests.finish(ticket);
+      return Err(CoreError::NotConnected);
+    };
+    self.note_keep_alive(&state);
     drop(state);
     if sent == Sent::Written {
       self.write_done(Ack::Notify(ticket));
@@ -509,12 +524,64 @@ impl Session {
     self.outbox.release();
   }
 
-  /// T8: the caller gave up on request `id` (it has already rejected the promise itself).
-  pub fn abort(&self, id: u64, reason: &str) {
-    let pending = self.state().remove(id);
-    if let Some(pending) = pending {
-      self.cancelled(id, pending, reason);
+  /// T8: the caller gave up on request `id`: its entry is gone, the server is told if it
+  /// could still answer, and the caller's hooks come back to be released (`None` once the
+  /// caller has been told how it ended: a late abort changes nothing).
+  pub fn abort(&self, id: u64, reason: &str) -> Option<Hooks<HostRef>> {
+    let finished = {
+      let mut state = self.state();
+      let finished = state.requests.finish(id)?;
+      self.note_keep_alive(&state);
+      finished
+    };
+    if let Some(wire) = finished.wire {
+      self.cancelled(id, wire, reason);
     }
+    finished.hooks
+  }
+
+  /// The JS side has told the caller of `ticket` how it ended: the hooks to release.
+  pub fn finish(&self, ticket: u64) -> Option<Hooks<HostRef>> {
+    let mut state = self.state();
+    let finished = state.requests.finish(ticket)?;
+    self.note_keep_alive(&state);
+    drop(state);
+    if let Some(wire) = finished.wire {
+      wire.stop();
+    }
+    finished.hooks
+  }
+
+  /// The hooks of `ticket` while its caller waits (P4: its `onProgress`; T8: its signal).
+  pub fn hooks(&self, ticket: u64) -> Option<Hooks<HostRef>> {
+    self.state().requests.hooks(ticket)
+  }
+
+  /// T8: the caller listens for an abort of `ticket` with `listener` on `signal`; false
+  /// when its caller has been told already (the listener is then the caller's to drop).
+  pub fn set_abort(&self, ticket: u64, signal: HostRef, listener: HostRef) -> bool {
+    self.state().requests.set_abort(ticket, signal, listener)
+  }
+
+  /// A JS promise the session does not send anything for (the SSE listener): its ticket,
+  /// which the transport settles.
+  pub fn track(&self, hooks: Hooks<HostRef>) -> u64 {
+    let mut state = self.state();
+    let ticket = state.local_ticket();
+    state.requests.insert(ticket, None, Some(hooks));
+    self.note_keep_alive(&state);
+    ticket
+  }
+
+  /// Whether a caller still waits for an outcome that keeps the host alive.
+  pub fn keeps_alive(&self) -> bool {
+    self.keeps_alive.load(Ordering::Acquire)
+  }
+
+  fn note_keep_alive(&self, state: &State) {
+    self
+      .keeps_alive
+      .store(state.requests.keeps_alive(), Ordering::Release);
   }
 
   fn expire(&self, id: u64, timeout: Duration) {
@@ -523,10 +590,10 @@ impl Session {
 
   /// T7/T9: a transport-side timer for request `id` ran out (HTTP times its phases itself).
   pub fn time_out(&self, id: u64, error: CoreError) {
-    let pending = self.state().remove(id);
-    if let Some(pending) = pending {
+    let wire = self.state().requests.settle(id);
+    if let Some(wire) = wire {
       // The cancel is queued first, so anything JS sends after seeing the rejection follows it.
-      self.cancelled(id, pending, &error.to_string());
+      self.cancelled(id, wire, &error.to_string());
       self.events.emit(Event::Settled {
         ticket: id,
         outcome: Err(error),
@@ -536,9 +603,9 @@ impl Session {
 
   /// T9: tell the server, best effort, that we no longer wait for `id`. N5: over HTTP in
   /// the stateless era, closing the request's stream (its cancel token) says it instead.
-  fn cancelled(&self, id: u64, pending: Pending, reason: &str) {
-    let is_initialize = pending.is_initialize;
-    pending.stop_timer();
+  fn cancelled(&self, id: u64, wire: Wire, reason: &str) {
+    let is_initialize = wire.is_initialize;
+    wire.stop();
     let closes_stream = self.cancel_tokens && self.is_stateless();
     if !is_initialize && !closes_stream && self.is_connected() {
       let params = message::cancelled_params(&self.id_json(id), reason);
@@ -589,13 +656,13 @@ impl Session {
     let (ticket, pending) = {
       let mut state = self.state();
       match state.request_number(WireId::Number(id)) {
-        Some(id) => state.take_answered(id),
+        Some(id) => state.requests.settle_answered(id),
         None => return,
       }
     };
     if let Some(pending) = pending {
       let subscription = pending.subscription;
-      pending.stop_timer();
+      pending.stop();
       if subscription {
         return self.subscription_ended(ticket);
       }
@@ -628,7 +695,7 @@ impl Session {
   /// Settles request number `id` (a wire number; reissued ones map to their request).
   fn settle_response(&self, id: u64, outcome: Result<Box<RawValue>, message::RpcError>) {
     let mut state = self.state();
-    let (ticket, pending) = state.take_answered(id);
+    let (ticket, pending) = state.requests.settle_answered(id);
     if let (Some(pending), Ok(result)) = (&pending, &outcome) {
       if pending.is_initialize {
         state.protocol_version = message::protocol_version(result);
@@ -637,7 +704,7 @@ impl Session {
     drop(state);
     let Some(pending) = pending else { return };
     let (lists_tools, subscription) = (pending.lists_tools, pending.subscription);
-    pending.stop_timer();
+    pending.stop();
     if subscription {
       return self.subscription_ended(ticket);
     }
@@ -755,13 +822,13 @@ impl Session {
     let ticket = match ack {
       Ack::None => return,
       Ack::Notify(ticket) => ticket,
-      Ack::Request(id) => match self.state().remove(id) {
-        Some(pending) if pending.subscription => {
-          pending.stop_timer();
+      Ack::Request(id) => match self.state().requests.settle(id) {
+        Some(wire) if wire.subscription => {
+          wire.stop();
           return self.subscription_ended(id);
         }
-        Some(pending) => {
-          pending.stop_timer();
+        Some(wire) => {
+          wire.stop();
           id
         }
         None => return,
@@ -776,20 +843,17 @@ impl Session {
   /// Disconnects and rejects every pending request with `error`. Returns false if the
   /// session was already disconnected.
   pub fn disconnect(&self, error: CoreError) -> bool {
-    let drained: Vec<(u64, Pending)> = {
+    let drained = {
       let mut state = self.state();
       if !state.connected {
         return false;
       }
       state.connected = false;
-      state.reissued.clear();
-      state.pending.drain().collect()
+      state.requests.settle_all()
     };
-    let mut drained = drained;
-    drained.sort_unstable_by_key(|(id, _)| *id);
-    for (id, pending) in drained {
-      let subscription = pending.subscription;
-      pending.stop_timer();
+    for (id, wire) in drained {
+      let subscription = wire.subscription;
+      wire.stop();
       if subscription {
         self.subscription_ended(id);
         continue;
@@ -813,13 +877,12 @@ impl Session {
   /// returned); its answer still settles `ticket`. `None` once it is no longer pending.
   pub fn reissue(&self, ticket: u64) -> Option<u64> {
     let mut state = self.state();
-    if !state.connected || !state.pending.contains_key(&ticket) {
+    if !state.connected || state.requests.waiting(ticket).is_none() {
       return None;
     }
     let id = state.next_ticket;
     state.next_ticket += 1;
-    state.reissued.retain(|_, of| *of != ticket);
-    state.reissued.insert(id, ticket);
+    state.requests.reissue(ticket, id);
     Some(id)
   }
 
@@ -829,17 +892,32 @@ impl Session {
   /// # Errors
   /// `NotConnected` when the session is closed (T10).
   pub fn listen(self: &Arc<Self>, params: &str) -> Result<u64, CoreError> {
-    let options = RequestOptions {
-      subscription: true,
-      ..RequestOptions::default()
-    };
-    self.request_with(subscriptions::LISTEN, Some(params), options)
+    self.send_request(subscriptions::LISTEN, Some(params), Self::LISTENING, None)
   }
 
-  /// A ticket for a JS promise the session does not track itself (the SSE listener).
-  pub fn allocate_ticket(&self) -> u64 {
-    self.state().local_ticket()
+  /// `listen` for a caller on the JS side, told through `hooks`.
+  ///
+  /// # Errors
+  /// `NotConnected` when the session is closed (T10).
+  pub fn listen_tracked(
+    self: &Arc<Self>,
+    params: &str,
+    hooks: Hooks<HostRef>,
+  ) -> Result<u64, CoreError> {
+    self.send_request(
+      subscriptions::LISTEN,
+      Some(params),
+      Self::LISTENING,
+      Some(hooks),
+    )
   }
+
+  const LISTENING: RequestOptions = RequestOptions {
+    progress: false,
+    timing: None,
+    subscription: true,
+    base_timeout: None,
+  };
 
   /// A7: requests from now on carry unique 16-character lowercase hex ids.
   pub fn use_string_ids(&self) {
@@ -887,7 +965,7 @@ impl Session {
 
   /// N4: `tools/list` answers go through `screen_tools`, not the large-result fast path.
   fn screens_tools(&self) -> bool {
-    self.state().pending.values().any(|p| p.lists_tools)
+    self.state().requests.any_waiting(|w| w.lists_tools)
   }
 
   /// N4: drops the tools whose `x-mcp-header` annotations are invalid (each one reported)
@@ -930,11 +1008,11 @@ impl Session {
 
   /// Whether request `id` is still waiting for its answer.
   pub fn is_pending(&self, id: u64) -> bool {
-    self.state().pending.contains_key(&id)
+    self.state().requests.waiting(id).is_some()
   }
 
   pub fn pending_count(&self) -> usize {
-    self.state().pending.len()
+    self.state().requests.waiting_count()
   }
 }
 
@@ -1422,5 +1500,161 @@ pub mod tests {
       matches!(&events[0], Event::Settled { ticket, outcome: Err(CoreError::Write(_)) } if *ticket == a)
     );
     assert_eq!(s.pending_count(), 1);
+  }
+  fn hooks(promise: usize) -> Hooks<HostRef> {
+    Hooks::promise(HostRef::new(promise))
+  }
+
+  #[tokio::test(start_paused = true)]
+  async fn a_timed_out_request_keeps_its_hooks_and_the_host_alive_until_its_caller_is_told() {
+    let (s, rec, _rx) = session(Some(Duration::from_millis(50)));
+    let with_progress = Hooks {
+      progress: Some(HostRef::new(2)),
+      ..hooks(1)
+    };
+    let id = s
+      .request_tracked("tools/call", None, RequestOptions::default(), with_progress)
+      .unwrap();
+    assert!(s.keeps_alive());
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert_eq!(timed_out(&rec.take()), ["Request timeout after 50ms"]);
+    assert!(!s.is_pending(id));
+    // The rejection is still on its way to JS: the host stays up for it.
+    assert!(s.keeps_alive());
+    assert_eq!(s.hooks(id), Some(with_progress));
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    assert!(rec.take().is_empty(), "a late answer is ignored");
+    assert_eq!(s.finish(id), Some(with_progress));
+    assert!(!s.keeps_alive());
+    assert_eq!(s.finish(id), None, "released exactly once");
+  }
+
+  #[tokio::test]
+  async fn an_abort_after_the_answer_arrived_but_before_js_saw_it_wins_without_a_cancel() {
+    let (s, rec, mut rx) = session(None);
+    let id = s
+      .request_tracked("tools/call", None, RequestOptions::default(), hooks(1))
+      .unwrap();
+    assert!(s.set_abort(id, HostRef::new(3), HostRef::new(4)));
+    frames(&mut rx);
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    assert_eq!(settled(&rec.take()), [(id, "{}".to_string())]);
+    let aborted = s.abort(id, "Aborted").unwrap();
+    assert_eq!(aborted.abort, Some((HostRef::new(3), HostRef::new(4))));
+    assert!(frames(&mut rx).is_empty(), "the server already answered");
+    // The answer's delivery then finds nobody to tell.
+    assert_eq!(s.finish(id), None);
+    assert!(!s.keeps_alive());
+  }
+
+  #[tokio::test]
+  async fn an_abort_before_the_answer_tells_the_server_and_the_answer_is_ignored() {
+    let (s, rec, mut rx) = session(None);
+    let id = s
+      .request_tracked("tools/call", None, RequestOptions::default(), hooks(1))
+      .unwrap();
+    frames(&mut rx);
+    assert_eq!(s.abort(id, "user gave up"), Some(hooks(1)));
+    assert!(!s.keeps_alive());
+    assert_eq!(
+      frames(&mut rx),
+      [format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"user gave up"}}}}"#
+      )]
+    );
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    assert!(rec.take().is_empty());
+    assert_eq!(s.abort(id, "again"), None, "a late abort changes nothing");
+    assert!(!s.set_abort(id, HostRef::new(3), HostRef::new(4)));
+  }
+
+  #[tokio::test]
+  async fn a_close_with_requests_in_flight_rejects_them_and_holds_their_callers_until_told() {
+    let (s, rec, _rx) = session(None);
+    let a = s
+      .request_tracked("a", None, RequestOptions::default(), hooks(1))
+      .unwrap();
+    let b = s
+      .request_tracked("b", None, RequestOptions::default(), hooks(2))
+      .unwrap();
+    let listener = s.track(Hooks::background(HostRef::new(3)));
+    assert!(s.disconnect(CoreError::TransportClosed { stderr: None }));
+    assert_eq!(
+      settled(&rec.take()),
+      [
+        (a, "Transport closed".to_string()),
+        (b, "Transport closed".to_string())
+      ]
+    );
+    s.handle_frame(&format!(r#"{{"jsonrpc":"2.0","id":{a},"result":{{}}}}"#));
+    assert!(rec.take().is_empty());
+    assert!(s.keeps_alive());
+    assert_eq!(s.finish(a), Some(hooks(1)));
+    assert!(s.keeps_alive());
+    assert_eq!(s.finish(b), Some(hooks(2)));
+    // The listener's promise is the transport's to settle; it never held the host.
+    assert!(!s.keeps_alive());
+    assert_eq!(s.finish(listener), Some(Hooks::background(HostRef::new(3))));
+    let refused = s.request_tracked("c", None, RequestOptions::default(), hooks(4));
+    assert_eq!(refused, Err(CoreError::NotConnected));
+    assert!(!s.keeps_alive(), "a refused request leaves nothing behind");
+  }
+
+  #[tokio::test(start_paused = true)]
+  async fn p4_reset_timeout_on_progress_reaches_the_callers_progress_hook_until_it_times_out() {
+    let (s, rec, _rx) = session(None);
+    let options = RequestOptions {
+      progress: true,
+      timing: Some(RequestTiming {
+        timeout: Some(Duration::from_millis(100)),
+        reset_on_progress: true,
+        max_total: None,
+      }),
+      ..Default::default()
+    };
+    let with_progress = Hooks {
+      progress: Some(HostRef::new(9)),
+      ..hooks(1)
+    };
+    let id = s
+      .request_tracked("tools/call", None, options, with_progress)
+      .unwrap();
+    for step in 1..=3 {
+      tokio::time::sleep(Duration::from_millis(80)).await;
+      s.handle_frame(&progress(id, step));
+    }
+    let events = rec.take();
+    let reported = events
+      .iter()
+      .filter(|e| matches!(e, Event::Progress { ticket, .. } if *ticket == id))
+      .count();
+    assert_eq!(reported, 3);
+    assert!(timed_out(&events).is_empty());
+    assert_eq!(s.hooks(id).and_then(|h| h.progress), Some(HostRef::new(9)));
+    tokio::time::sleep(Duration::from_millis(101)).await;
+    assert_eq!(timed_out(&rec.take()), ["Request timeout after 100ms"]);
+    assert_eq!(s.finish(id), Some(with_progress));
+  }
+
+  #[tokio::test]
+  async fn a_tracked_notify_settles_once_written_and_holds_the_host_until_told() {
+    let (s, rec, mut rx) = session(None);
+    let ticket = s.notify_tracked("n", None, None, hooks(1)).unwrap();
+    assert!(s.keeps_alive());
+    let out = rx.try_recv().unwrap();
+    s.write_done(out.ack);
+    assert_eq!(settled(&rec.take()), [(ticket, "none".to_string())]);
+    assert!(s.keeps_alive());
+    assert_eq!(s.finish(ticket), Some(hooks(1)));
+    assert!(!s.keeps_alive());
+    drop(rx);
+    assert_eq!(
+      s.notify_tracked("n", None, None, hooks(2)),
+      Err(CoreError::NotConnected)
+    );
+    assert!(
+      !s.keeps_alive(),
+      "a notify that could not be sent leaves nothing behind"
+    );
   }
 }
