@@ -6,7 +6,7 @@ use super::args::abort_reason;
 use super::args::{self, ParamsError};
 use super::js::{Js, Thrown, Value};
 use super::js_error;
-use super::pump::{abort_pending, JsSide, Shared};
+use super::js_side::{abort_pending, JsSide, Shared};
 use super::request_hooks;
 use super::timeout_resolver;
 use crate::error::CoreError;

@@ -17,7 +17,8 @@ use futures::FutureExt;
 use super::executor;
 use super::host::call_method;
 use super::js::{Held, Js, Thrown, Value};
-use super::pump::{self, HostReaderHooks, Shared};
+use super::js_side::{HostReaderHooks, Shared};
+use super::pump;
 use super::uv::{uv, Poll};
 use crate::transport::stdio::{HostReader, Readiness, StdoutReader};
 

@@ -6,7 +6,7 @@ use napi_derive::napi;
 use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::{self, thrown};
-use super::pump::{CallbackSlot, JsSide, Shared};
+use super::js_side::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
   attach, create_connected, runtime_handle, transport_class, StartableClass,
 };
@@ -30,7 +30,7 @@ impl StartableClass for JsHttpTransport {
     let config_value = config;
     let config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
-    let side = JsSide::new(js.env)?;
+    let side = JsSide::new(js.env, super::pump::deliver)?;
     side.borrow_mut().timeout_input = super::timeout_resolver::config_input(js, config_value);
     if let Some(settings) = &config.oauth {
       let field = if settings.provider {

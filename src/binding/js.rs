@@ -469,6 +469,13 @@ impl Js {
     self.call(parse, json, &[self.string(text)])
   }
 
+  /// Parsed JSON text, or `undefined` when there is none or it does not parse.
+  pub fn json_parse_or_undefined(&self, text: Option<&str>) -> Value {
+    text
+      .and_then(|text| self.json_parse(text).ok())
+      .unwrap_or_else(|| self.undefined())
+  }
+
   /// `JSON.stringify(value)`; `None` when the value has no JSON form (`undefined`, a function).
   pub fn json_stringify(&self, value: Value) -> Result<Option<String>, Thrown> {
     let (json, stringify) = self.json_method("stringify")?;

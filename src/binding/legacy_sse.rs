@@ -9,7 +9,7 @@ use super::host::JsHost;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::js_error::{finish, thrown};
-use super::pump::{CallbackSlot, JsSide, Shared};
+use super::js_side::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{runtime_handle, transport_class};
 use crate::transport::legacy_sse::{LegacySseConfig, LegacySseTransport, State};
 
@@ -34,7 +34,7 @@ impl JsLegacySseTransport {
     let timeout_input = super::timeout_resolver::config_input(js, config);
     let config = crate::config::legacy_sse_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
-    let side = JsSide::new(js.env)?;
+    let side = JsSide::new(js.env, super::pump::deliver)?;
     side.borrow_mut().timeout_input = timeout_input;
     Ok(JsLegacySseTransport {
       config,

@@ -3,8 +3,10 @@
 //! decisions are the core's (`crate::client`, `crate::manager`, `crate::session`); Node-API's
 //! unsafe calls are all in `js`, and libuv's in `uv`.
 mod args;
+mod auth_call;
 pub(crate) mod calls;
 mod client;
+mod event_queue;
 mod executor;
 mod header_policy;
 mod host;
@@ -13,6 +15,7 @@ mod host_transports;
 mod http;
 pub(crate) mod js;
 mod js_error;
+pub(crate) mod js_side;
 mod js_slot;
 mod json_rpc;
 mod legacy_sse;
@@ -22,11 +25,13 @@ mod mcp_client;
 pub(crate) mod pump;
 mod request_hooks;
 mod resources;
+mod server_request;
 mod spawn_command;
 mod stdio;
 pub(crate) mod timeout_resolver;
 mod token_store;
 pub(crate) mod transport_class;
+mod tree_value;
 mod uv;
 mod write_frame;
 mod write_hold;

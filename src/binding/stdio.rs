@@ -8,7 +8,7 @@ use super::host::JsHost;
 use super::host_reader::LoopReader;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::{self, thrown};
-use super::pump::{CallbackSlot, JsSide, Shared};
+use super::js_side::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
   attach, callback_value, create_connected, runtime_handle, transport_class, StartableClass,
 };
@@ -31,7 +31,7 @@ impl StartableClass for JsStdioTransport {
     let timeout_input = super::timeout_resolver::config_input(js, config);
     let config = crate::config::stdio_config(&host, &host.hold(config), environment)
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
-    let side = JsSide::new(js.env)?;
+    let side = JsSide::new(js.env, super::pump::deliver)?;
     side.borrow_mut().timeout_input = timeout_input;
     Ok(JsStdioTransport {
       config,

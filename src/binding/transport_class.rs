@@ -4,7 +4,7 @@
 //! `start_handshake_listener` for what `startSSEListener` opens in the handshake era.
 use super::js::{Js, JsRaw, Thrown, Value};
 use super::js_error::finish;
-use super::pump::{CallbackSlot, Shared};
+use super::js_side::{CallbackSlot, Shared};
 use crate::transport::Transport;
 
 /// The shared runtime, or the JS error to reject a connect with.
@@ -165,22 +165,22 @@ macro_rules! transport_class {
 
       #[napi(getter, js_name = "onClose", ts_return_type = "(() => void) | undefined")]
       pub fn get_on_close(&self) -> $crate::binding::js::JsRaw {
-        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Close)
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Close)
       }
 
       #[napi(setter, js_name = "onClose", ts_args_type = "callback: (() => void) | undefined")]
       pub fn set_on_close(&mut self, callback: $crate::binding::js::JsArg) {
-        self.set_slot($crate::binding::pump::CallbackSlot::Close, callback)
+        self.set_slot($crate::binding::js_side::CallbackSlot::Close, callback)
       }
 
       #[napi(getter, js_name = "onError", ts_return_type = "((error: Error) => void) | undefined")]
       pub fn get_on_error(&self) -> $crate::binding::js::JsRaw {
-        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Error)
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Error)
       }
 
       #[napi(setter, js_name = "onError", ts_args_type = "callback: ((error: Error) => void) | undefined")]
       pub fn set_on_error(&mut self, callback: $crate::binding::js::JsArg) {
-        self.set_slot($crate::binding::pump::CallbackSlot::Error, callback)
+        self.set_slot($crate::binding::js_side::CallbackSlot::Error, callback)
       }
 
       #[napi(
@@ -189,7 +189,7 @@ macro_rules! transport_class {
         ts_return_type = "((method: string, params: unknown) => void) | undefined"
       )]
       pub fn get_on_notification(&self) -> $crate::binding::js::JsRaw {
-        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Notification)
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Notification)
       }
 
       #[napi(
@@ -198,7 +198,7 @@ macro_rules! transport_class {
         ts_args_type = "callback: ((method: string, params: unknown) => void) | undefined"
       )]
       pub fn set_on_notification(&mut self, callback: $crate::binding::js::JsArg) {
-        self.set_slot($crate::binding::pump::CallbackSlot::Notification, callback)
+        self.set_slot($crate::binding::js_side::CallbackSlot::Notification, callback)
       }
 
       #[napi(
@@ -207,7 +207,7 @@ macro_rules! transport_class {
         ts_return_type = "((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined"
       )]
       pub fn get_on_request(&self) -> $crate::binding::js::JsRaw {
-        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::pump::CallbackSlot::Request)
+        $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Request)
       }
 
       #[napi(
@@ -216,7 +216,7 @@ macro_rules! transport_class {
         ts_args_type = "callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined"
       )]
       pub fn set_on_request(&mut self, callback: $crate::binding::js::JsArg) {
-        self.set_slot($crate::binding::pump::CallbackSlot::Request, callback)
+        self.set_slot($crate::binding::js_side::CallbackSlot::Request, callback)
       }
 
       /// H8: over HTTP in the handshake era, opens the server's GET event stream and
