@@ -65,13 +65,9 @@ pub fn replace(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
 fn write_synced(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
   let mut options = OpenOptions::new();
   options.write(true).create_new(true);
-  #[cfg(unix)]
   if private {
-    use std::os::unix::fs::OpenOptionsExt;
-    options.mode(0o600);
+    crate::sys::fs::owner_only(&mut options);
   }
-  #[cfg(not(unix))]
-  let _ = private;
   let mut file = options.open(path)?;
   file.write_all(bytes)?;
   // On disk before the rename, so a crash cannot leave an empty or partial file.

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 /// How long a `!command` may run before it is killed and its value dropped.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -81,7 +81,7 @@ async fn run_command(
   if command.trim().is_empty() {
     return None;
   }
-  let mut child = shell_command(&command)
+  let mut child = crate::sys::shell::command(&command)
     .env_clear()
     .envs(environment)
     .stdin(Stdio::null())
@@ -114,31 +114,8 @@ async fn run_command(
   }
 }
 
-#[cfg(not(windows))]
-fn shell_command(command: &str) -> Command {
-  let mut cmd = Command::new("sh");
-  cmd.arg("-c").arg(command);
-  // Its own group, so a timeout can kill whatever the shell started, not just the shell.
-  #[cfg(unix)]
-  cmd.process_group(0);
-  cmd
-}
-
-#[cfg(windows)]
-fn shell_command(command: &str) -> Command {
-  let mut cmd = Command::new("cmd");
-  // Verbatim: Rust's argument quoting would mangle cmd's own parsing of the line.
-  cmd.arg("/C").raw_arg(command);
-  cmd
-}
-
 async fn kill_all(child: &mut Child, pid: Option<u32>) {
-  #[cfg(unix)]
-  if let Some(pgid) = pid.and_then(|pid| i32::try_from(pid).ok()) {
-    crate::sys::process::signal_group(pgid, crate::sys::process::Signal::Kill);
-  }
-  #[cfg(not(unix))]
-  let _ = pid;
+  crate::sys::shell::kill_group(pid);
   let _ = child.start_kill();
   // Reap it, so no zombie outlives the timeout; bounded in case the kill does not land.
   let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;

@@ -14,7 +14,6 @@ pub struct LineRegion {
 }
 
 enum Memory {
-  #[cfg(unix)]
   Mapped(crate::sys::mapping::Mapping),
   Heap(Vec<u8>),
 }
@@ -22,7 +21,6 @@ enum Memory {
 impl LineRegion {
   /// Room for `capacity` bytes.
   pub fn new(capacity: usize) -> Self {
-    #[cfg(unix)]
     if let Some(mapping) = crate::sys::mapping::Mapping::new(capacity) {
       return LineRegion {
         memory: Memory::Mapped(mapping),
@@ -46,7 +44,6 @@ impl LineRegion {
   /// Appends `bytes`, which the caller keeps within the capacity asked for.
   pub fn extend(&mut self, bytes: &[u8]) {
     match &mut self.memory {
-      #[cfg(unix)]
       Memory::Mapped(mapping) => {
         let end = self.len + bytes.len();
         mapping.bytes_mut()[self.len..end].copy_from_slice(bytes);
@@ -60,7 +57,6 @@ impl LineRegion {
 impl AsRef<[u8]> for LineRegion {
   fn as_ref(&self) -> &[u8] {
     match &self.memory {
-      #[cfg(unix)]
       Memory::Mapped(mapping) => &mapping.bytes()[..self.len],
       Memory::Heap(vec) => vec,
     }

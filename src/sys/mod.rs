@@ -1,9 +1,33 @@
 //! The operating system and the CPU behind safe functions. `unsafe` code lives here, in
 //! `binding/js.rs` (Node-API) and in `binding/uv.rs` (the libuv glue), nowhere else;
 //! `node scripts/layers.mjs --report` lists where.
+pub mod errno;
+pub mod fs;
 #[cfg(unix)]
 pub mod mapping;
+#[cfg(not(unix))]
+pub mod mapping {
+  //! Where there are no anonymous mappings, long lines live on the heap.
+  pub struct Mapping(std::convert::Infallible);
+
+  impl Mapping {
+    pub fn new(_capacity: usize) -> Option<Self> {
+      None
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+      match self.0 {}
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+      match self.0 {}
+    }
+  }
+}
+#[cfg(unix)]
+pub mod pipe;
 #[cfg(unix)]
 pub mod process;
+pub mod shell;
 #[cfg(target_arch = "x86_64")]
 pub mod simd;

@@ -1,6 +1,5 @@
-//! Processes, signals and descriptors: the system calls behind the stdio transport, its
-//! process groups (S6, S8) and `!command` values (M3).
-use std::os::fd::RawFd;
+//! Processes and signals: the system calls behind the stdio transport's process groups
+//! (S6, S8) and `!command` values (M3).
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
 use std::time::Duration;
@@ -67,75 +66,6 @@ pub fn sleep_signal_safe(duration: Duration) {
   };
   // SAFETY: step is a valid timespec; the remainder pointer may be null.
   unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
-}
-
-/// Makes the pipe behind `fd` hold `bytes` (best effort: the kernel may refuse).
-#[cfg(target_os = "linux")]
-pub fn set_pipe_size(fd: RawFd, bytes: i32) {
-  // SAFETY: fcntl with F_SETPIPE_SZ takes an int and touches no memory of ours; on a
-  // descriptor that is not a pipe it fails harmlessly.
-  unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, bytes) };
-}
-
-#[cfg(not(target_os = "linux"))]
-pub fn set_pipe_size(_fd: RawFd, _bytes: i32) {}
-
-/// `write(2)`: the bytes written, or -1. The caller keeps `fd` open for the call.
-pub fn write(fd: RawFd, bytes: &[u8]) -> isize {
-  // SAFETY: the buffer is valid for its length; write(2) on a closed descriptor only fails.
-  unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }
-}
-
-/// `read(2)` of at most `size` bytes onto the end of `buffer`: the bytes read, 0 at end of
-/// input. The caller keeps `fd` open for the call.
-pub fn read_into(fd: RawFd, buffer: &mut bytes::BytesMut, size: usize) -> std::io::Result<usize> {
-  buffer.reserve(size);
-  let spare = buffer.spare_capacity_mut();
-  let size = size.min(spare.len());
-  // SAFETY: spare is valid for writes of at least `size` bytes; read(2) writes at most that.
-  let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), size) };
-  if n < 0 {
-    return Err(std::io::Error::last_os_error());
-  }
-  let n = n as usize;
-  // SAFETY: read(2) initialised the first n bytes of the spare capacity.
-  unsafe { buffer.set_len(buffer.len() + n) };
-  Ok(n)
-}
-
-/// A second descriptor for what `fd` refers to (close-on-exec).
-pub fn duplicate(fd: RawFd) -> std::io::Result<std::os::fd::OwnedFd> {
-  // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor and touches no memory.
-  let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-  if copy < 0 {
-    return Err(std::io::Error::last_os_error());
-  }
-  // SAFETY: `copy` was just created and nothing else owns it.
-  Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(copy) })
-}
-
-/// Puts `fd` in non-blocking mode.
-pub fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
-  // SAFETY: fcntl on a descriptor the caller owns; no memory is involved.
-  let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-  // SAFETY: as above.
-  if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-    return Err(std::io::Error::last_os_error());
-  }
-  Ok(())
-}
-
-/// Lets a pipe hold up to 1 MiB (Linux's default limit for unprivileged users), so a large
-/// message crosses it in 16 times fewer writer/reader wake-ups than with 64 KiB. Best
-/// effort: a refusal (the user's pipe quota) leaves the pipe as it was.
-pub fn grow_pipe(fd: RawFd) {
-  #[cfg(target_os = "linux")]
-  // SAFETY: fcntl on a descriptor the caller owns; no memory is involved.
-  unsafe {
-    libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
-  }
-  #[cfg(not(target_os = "linux"))]
-  let _ = fd;
 }
 
 /// S8 backstop: the child gets SIGTERM when the thread that spawned it dies, so a host that

@@ -7,7 +7,6 @@
 //! While JS runs the continuations of a delivery, the binding holds the requests they
 //! make and writes them together when those continuations are done: one write and one
 //! wake-up of the server per few dozen requests instead of one each.
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::io::AsyncWriteExt;
@@ -17,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::CoreError;
 use crate::session::{Ack, FrameSink, Outgoing, Sent, Session};
+use crate::sys::pipe::WriteEnd;
 
 /// Frames queued together are written with one syscall, up to this many bytes.
 const WRITE_BATCH_BYTES: usize = 1024 * 1024;
@@ -39,7 +39,7 @@ struct Chunk {
 }
 
 pub struct PipeWriter {
-  fd: RawFd,
+  stdin: WriteEnd,
   state: Mutex<Inner>,
   queue: mpsc::UnboundedSender<Chunk>,
 }
@@ -76,7 +76,7 @@ impl PipeWriter {
   pub fn new(stdin: ChildStdin) -> (Arc<PipeWriter>, WriterTask) {
     let (queue, chunks) = mpsc::unbounded_channel();
     let writer = Arc::new(PipeWriter {
-      fd: stdin.as_raw_fd(),
+      stdin: WriteEnd::of(&stdin),
       state: Mutex::new(Inner {
         state: State::Idle,
         held: None,
@@ -104,7 +104,7 @@ impl PipeWriter {
     }
     // The descriptor stays open while the state is not Closed, and the state cannot change
     // while the caller holds its lock.
-    let written = crate::sys::process::write(self.fd, bytes).max(0) as usize;
+    let written = self.stdin.write(bytes);
     if written != bytes.len() {
       *state = State::Busy;
     }

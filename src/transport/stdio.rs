@@ -7,7 +7,6 @@
 //! reaches JS without waking a runtime thread first.
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,10 +26,9 @@ use super::stderr_tail::{StderrTail, Utf8Chunks};
 use crate::error::{errno_name, CoreError};
 use crate::protocol::framing::{Frame, LineFramer};
 use crate::session::{Event, EventSink, Session};
+use crate::sys::pipe::{self, RawPipe, ReadEnd};
 
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
-/// Pipe buffer size asked for (Linux caps unprivileged pipes at 1 MiB by default).
-const PIPE_BYTES: i32 = 1024 * 1024;
 /// S5: how long a server that closed stdout gets to finish its last stderr words.
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
 
@@ -99,12 +97,12 @@ fn receiving_long_line(framer: &LineFramer) -> bool {
 /// `data` event, so a flood of small messages costs the host loop at most ~1 ms per call.
 const READ_BYTES: usize = 64 * 1024;
 /// Inside a long line a read only extends the line (no messages to handle): read more.
-const LONG_LINE_READ_BYTES: usize = PIPE_BYTES as usize;
+const LONG_LINE_READ_BYTES: usize = pipe::PIPE_BYTES;
 
 /// S2/S3/E3: the reading half of a transport, whichever thread drives it: stdout frames
 /// into the session until EOF or a read error.
 pub struct StdoutReader {
-  stdout: OwnedFd,
+  stdout: ReadEnd,
   frames: StdoutFrames,
 }
 
@@ -118,8 +116,8 @@ struct StdoutFrames {
 
 impl StdoutReader {
   /// The non-blocking descriptor to watch for readability.
-  pub fn fd(&self) -> RawFd {
-    self.stdout.as_raw_fd()
+  pub fn fd(&self) -> RawPipe {
+    self.stdout.raw()
   }
 
   /// Reads what the pipe holds (a few reads at most) and hands complete frames to the
@@ -128,7 +126,6 @@ impl StdoutReader {
     if self.frames.ended.is_none() {
       return Readiness::Ended;
     }
-    let fd = self.fd();
     loop {
       let framer = &mut self.frames.framer;
       let size = if framer.in_long_line() {
@@ -136,7 +133,7 @@ impl StdoutReader {
       } else {
         READ_BYTES
       };
-      match crate::sys::process::read_into(fd, &mut framer.buffer, size) {
+      match self.stdout.read_into(&mut framer.buffer, size) {
         Ok(0) => return self.frames.end(None),
         Ok(_) => {
           self.frames.received();
@@ -210,11 +207,8 @@ impl StdoutFrames {
 
 /// Resolves once the reader's pipe has something to read (or is closed), without reading
 /// it: a host that reads the pipe itself only while busy learns when to read again.
-pub async fn readable(fd: RawFd) -> io::Result<()> {
-  let copy = crate::sys::process::duplicate(fd)?;
-  tokio::net::unix::pipe::Receiver::from_owned_fd(copy)?
-    .readable()
-    .await
+pub async fn readable(fd: RawPipe) -> io::Result<()> {
+  pipe::readable(fd).await
 }
 
 /// Reads on the runtime from now on (no host reader, or one that can no longer read).
@@ -235,7 +229,7 @@ pub async fn read_long_line(reader: Box<StdoutReader>) -> Option<Box<StdoutReade
 /// `line_only` until no long line is being received.
 async fn read_on_runtime(reader: Box<StdoutReader>, line_only: bool) -> Option<Box<StdoutReader>> {
   let StdoutReader { stdout, mut frames } = *reader;
-  let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(stdout) {
+  let mut pipe = match stdout.into_async() {
     Ok(pipe) => pipe,
     Err(e) => {
       frames.end(Some(e));
@@ -243,7 +237,6 @@ async fn read_on_runtime(reader: Box<StdoutReader>, line_only: bool) -> Option<B
     }
   };
   while !line_only || receiving_long_line(&frames.framer) {
-    frames.framer.buffer.reserve(PIPE_BYTES as usize);
     match pipe.read_buf(&mut frames.framer.buffer).await {
       Ok(0) => {
         frames.end(None);
@@ -257,7 +250,7 @@ async fn read_on_runtime(reader: Box<StdoutReader>, line_only: bool) -> Option<B
       }
     }
   }
-  match pipe.into_nonblocking_fd() {
+  match pipe.into_read_end() {
     Ok(stdout) => Some(Box::new(StdoutReader { stdout, frames })),
     Err(e) => {
       frames.end(Some(e));
@@ -321,10 +314,6 @@ impl StdioTransport {
       ));
     };
 
-    // Larger pipes mean fewer wake-ups per megabyte; the kernel may refuse (best effort).
-    for fd in [stdin.as_raw_fd(), stdout.as_raw_fd()] {
-      crate::sys::process::set_pipe_size(fd, PIPE_BYTES);
-    }
     let (pipe, writer_task) = PipeWriter::new(stdin);
     let session = Session::new(pipe, events.clone(), config.timeout, runtime.clone(), false);
     if config.string_ids {
@@ -343,10 +332,8 @@ impl StdioTransport {
       runtime,
     );
     let (ended, reader_end) = oneshot::channel();
-    let stdout = stdout
-      .into_owned_fd()
-      .and_then(|fd| crate::sys::process::set_nonblocking(fd.as_raw_fd()).map(|()| fd))
-      .inspect(|fd| crate::sys::process::grow_pipe(fd.as_raw_fd()));
+    // Larger pipes mean fewer wake-ups per megabyte (both ends are grown, best effort).
+    let stdout = ReadEnd::from_stdout(stdout);
     let reader_task = match stdout {
       Ok(stdout) => {
         let reader = Box::new(StdoutReader {
