@@ -413,6 +413,24 @@ describe("H11 legacy HTTP+SSE", () => {
     expect(f.posted().map((m) => m.method)).toEqual(["initialize", "notifications/initialized", "sse/echo"]);
   });
 
+  it("H11/A23: the legacy stream is read as LegacySseTransport reads it: [DONE] skipped, non-JSON ends it", async () => {
+    const f = await fixture({ legacy: true });
+    const t = await connect({ type: "sse", url: f.url });
+    const errors: string[] = [];
+    t.onError = (e) => errors.push(e.message);
+    let closes = 0;
+    t.onClose = () => closes++;
+    await t.request("initialize", init);
+    // The one legacy stream carries everything: a `[DONE]` on it ends nothing.
+    await expect(t.request("legacy/raw", { text: "data: [DONE]\n\n" })).resolves.toEqual({});
+    await expect(t.request("sse/echo", { after: "done" })).resolves.toEqual({ params: { after: "done" } });
+    const pending = t.request("legacy/raw", { text: "data: not json\n\n" });
+    await expect(pending).rejects.toThrow("Legacy SSE message event contained non-JSON data: not json");
+    expect(errors).toContain("Legacy SSE message event contained non-JSON data: not json");
+    await sleep(20);
+    expect(closes).toBe(1);
+  });
+
   it("H11: type 'sse' against a Streamable HTTP server stays on Streamable HTTP", async () => {
     const f = await fixture();
     const t = await connect({ type: "sse", url: f.url });

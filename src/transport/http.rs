@@ -22,9 +22,10 @@ use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
 use crate::protocol::destination::{self, EndpointError};
 use crate::protocol::resumption::{Attempt, Resumption};
-use crate::protocol::sse::{SseEvent, SseItem, SseParser};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
+use crate::transport::event_stream::{EventReader, ReadItem};
 use crate::transport::fetch::{self, network_error};
+use crate::transport::legacy_stream;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -1104,32 +1105,31 @@ async fn open_legacy_stream(
     return Ok(None);
   };
   let mut events = *events;
-  let endpoint = loop {
-    match events.next().await {
-      Some(Ok(ReadItem::Event(event))) if event.event.as_deref() == Some("endpoint") => {
-        match destination::legacy_endpoint(&shared.config.url, &event.data) {
-          Ok(endpoint) => break endpoint,
-          Err(EndpointError::Invalid(_)) => return Ok(None),
-          Err(mismatch) => return Err(mismatch.into()),
-        }
-      }
-      Some(Ok(_)) => continue,
-      Some(Err(_)) | None => return Ok(None),
+  let endpoint = match legacy_stream::endpoint_event(&mut events, &shared.config.url).await {
+    Ok(endpoint) => endpoint,
+    // Credentials never leave their origin: a server naming another one is refused.
+    Err(mismatch @ CoreError::Endpoint(EndpointError::OriginMismatch { .. })) => {
+      return Err(mismatch)
     }
+    // Not a legacy server after all: the POST's refusal stands.
+    Err(_) => return Ok(None),
   };
   let session = session.clone();
   let closing = shared.closing.clone();
   shared.runtime.spawn(async move {
-    // The legacy protocol has no resumption.
-    let mut never = Resumption::new(0);
     tokio::select! {
       _ = closing.cancelled() => {}
-      ended = deliver_events(&session, &mut events, None, &mut never) => {
-        // The stream was the only way answers could come back: the transport is over.
-        if let Err(error) = ended {
-          session.events().emit(Event::Error(error));
-        }
-        if session.disconnect(CoreError::TransportClosed { stderr: None }) {
+      ended = legacy_stream::deliver(&session, &mut events) => {
+        // The stream was the only way answers could come back: the transport is over, and
+        // what ended it is what the pending requests hear (A23).
+        let reason = match ended {
+          Ok(()) => CoreError::TransportClosed { stderr: None },
+          Err(error) => {
+            session.events().emit(Event::Error(error.clone()));
+            error
+          }
+        };
+        if session.disconnect(reason) {
           session.events().emit(Event::Closed);
         }
       }
@@ -1348,7 +1348,7 @@ async fn deliver_events(
       ReadItem::TooLarge => session
         .events()
         .emit(Event::Error(CoreError::MessageTooLarge {
-          limit: events.limit,
+          limit: events.limit(),
         })),
       ReadItem::Event(event) => {
         resumption.observe(&event);
@@ -1376,54 +1376,6 @@ async fn deliver_events(
     }
   }
   Ok(())
-}
-
-pub(crate) enum ReadItem {
-  Event(SseEvent),
-  TooLarge,
-}
-
-/// Pulls SSE events out of a response body.
-pub(crate) struct EventReader {
-  body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-  parser: SseParser,
-  ready: std::collections::VecDeque<SseItem>,
-  url: Url,
-  limit: usize,
-}
-
-impl EventReader {
-  pub(crate) fn new(response: Response, limit: usize) -> Self {
-    let url = response.url().clone();
-    EventReader {
-      body: response.bytes_stream().boxed(),
-      parser: SseParser::new(limit),
-      ready: std::collections::VecDeque::new(),
-      url,
-      limit,
-    }
-  }
-
-  /// # Cancel safety
-  /// Parsed events are kept in `ready`, so dropping a pending call loses nothing.
-  pub(crate) async fn next(&mut self) -> Option<Result<ReadItem, CoreError>> {
-    loop {
-      if let Some(item) = self.ready.pop_front() {
-        return Some(Ok(match item {
-          SseItem::Event(event) => ReadItem::Event(event),
-          SseItem::TooLarge => ReadItem::TooLarge,
-        }));
-      }
-      match self.body.next().await? {
-        Ok(chunk) => {
-          let mut out = Vec::new();
-          self.parser.push(&chunk, &mut out);
-          self.ready.extend(out);
-        }
-        Err(e) => return Some(Err(network_error(&self.url, &e))),
-      }
-    }
-  }
 }
 
 /// E3: a body is read up to `limit` bytes.
@@ -1565,6 +1517,60 @@ mod tests {
     );
     assert!(b.requests().is_empty());
     transport.close();
+  }
+
+  /// H11 reads the legacy stream by A23's rules, as `LegacySseTransport` does: `[DONE]`
+  /// is skipped (the one stream carries everything after it too), and an event that is not
+  /// JSON ends the transport with its own error.
+  #[tokio::test]
+  async fn h11_the_legacy_stream_follows_a23() {
+    let a = serve("127.0.0.1", |r| match r.method.as_str() {
+      "GET" => Answer::new("200 OK")
+        .header("content-type", "text/event-stream")
+        .body(concat!(
+          "event: endpoint\ndata: /messages\n\n",
+          "data: [DONE]\n\n",
+          "data: {\"jsonrpc\":\"2.0\",\"method\":\"after/done\"}\n\n",
+          "data: not json\n\n",
+        ))
+        .hold(),
+      "POST" if r.path == "/messages" => Answer::new("202 Accepted"),
+      _ => Answer::new("405 Method Not Allowed"),
+    })
+    .await;
+    let recorder = Arc::new(Recorder::default());
+    let url = format!("{}/sse", a.origin);
+    let transport =
+      HttpTransport::connect(config(&url, true), recorder.clone(), &Handle::current()).unwrap();
+    transport.session().request("initialize", None).unwrap();
+    let closed = || {
+      recorder
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, Event::Closed))
+    };
+    for _ in 0..500 {
+      if closed() {
+        break;
+      }
+      tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let events = recorder.0.lock().unwrap();
+    let notified = events
+      .iter()
+      .any(|e| matches!(e, Event::Notification { method, .. } if method == "after/done"));
+    assert!(notified, "the message after [DONE] arrives: {events:?}");
+    let ended = events.iter().any(|e| {
+      matches!(e, Event::Error(error) if error.to_string()
+        == "Legacy SSE message event contained non-JSON data: not json")
+    });
+    assert!(
+      ended,
+      "non-JSON ends the stream with A23's error: {events:?}"
+    );
+    assert!(events.iter().any(|e| matches!(e, Event::Closed)));
   }
 
   #[tokio::test]

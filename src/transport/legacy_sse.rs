@@ -14,17 +14,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Response, Url};
-use serde_json::value::RawValue;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::event_stream::EventReader;
 use super::http::{
-  auth_error_headers, content_type_header, http_error, with_timeout, EventReader,
-  HostThroughEvents, ReadItem,
+  auth_error_headers, content_type_header, http_error, with_timeout, HostThroughEvents,
 };
+use super::legacy_stream;
 use crate::error::CoreError;
-use crate::protocol::destination::legacy_endpoint;
 use crate::protocol::header_policy::{merge, same_name};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
 use crate::transport::fetch::{self, network_error};
@@ -363,14 +362,8 @@ async fn find_endpoint(shared: &Shared) -> Result<(Url, EventReader), CoreError>
     return Err(LegacySseError::NotEventStream(content_type).into());
   }
   let mut events = EventReader::new(response, limit);
-  while let Some(item) = events.next().await {
-    if let ReadItem::Event(event) = item? {
-      if event.event.as_deref() == Some("endpoint") {
-        return Ok((legacy_endpoint(url, &event.data)?, events));
-      }
-    }
-  }
-  Err(LegacySseError::NoEndpoint.into())
+  let endpoint = legacy_stream::endpoint_event(&mut events, url).await?;
+  Ok((endpoint, events))
 }
 
 /// A23: the stream, until it ends, breaks or close(). Its end is the transport's: pending
@@ -378,7 +371,7 @@ async fn find_endpoint(shared: &Shared) -> Result<(Url, EventReader), CoreError>
 async fn read_stream(shared: Arc<Shared>, session: Arc<Session>, mut events: EventReader) {
   let ended = tokio::select! {
     _ = shared.closing.cancelled() => return,
-    ended = deliver(&session, &mut events, shared.config.max_message_bytes) => ended,
+    ended = legacy_stream::deliver(&session, &mut events) => ended,
   };
   let mut state = shared.state();
   if *state != State::Open {
@@ -396,51 +389,6 @@ async fn read_stream(shared: Arc<Shared>, session: Arc<Session>, mut events: Eve
   session.disconnect(error);
   shared.release_client();
   session.events().emit(Event::Closed);
-}
-
-/// Feeds each event's JSON into the session until the stream ends; a payload that is not
-/// JSON ends it (A23).
-async fn deliver(
-  session: &Session,
-  events: &mut EventReader,
-  limit: usize,
-) -> Result<(), CoreError> {
-  while let Some(item) = events.next().await {
-    let event = match item? {
-      ReadItem::Event(event) => event,
-      ReadItem::TooLarge => {
-        session
-          .events()
-          .emit(Event::Error(CoreError::MessageTooLarge { limit }));
-        continue;
-      }
-    };
-    // Only the first endpoint event counts.
-    if event.event.as_deref() == Some("endpoint") {
-      continue;
-    }
-    let data = event.data.trim();
-    if data.is_empty() || data == "[DONE]" {
-      continue;
-    }
-    let Some(frames) = frames_of(data) else {
-      return Err(LegacySseError::NonJson(event.data).into());
-    };
-    for frame in frames {
-      session.handle_frame(frame);
-    }
-  }
-  Ok(())
-}
-
-/// A8: the frames of one event's JSON: an array is a batch. `None` if it is not JSON.
-fn frames_of(data: &str) -> Option<Vec<&str>> {
-  if data.starts_with('[') {
-    let batch: Vec<&RawValue> = serde_json::from_str(data).ok()?;
-    return Some(batch.into_iter().map(RawValue::get).collect());
-  }
-  serde_json::from_str::<serde::de::IgnoredAny>(data).ok()?;
-  Some(vec![data])
 }
 
 async fn dispatch(
@@ -560,17 +508,6 @@ mod tests {
       None,
       "Legacy SSE endpoint event not received"
     ));
-  }
-
-  #[test]
-  fn a23_events_are_frames_batches_or_not_json() {
-    assert_eq!(frames_of(r#"{"a":1}"#), Some(vec![r#"{"a":1}"#]));
-    assert_eq!(
-      frames_of(r#"[{"a":1}, {"b":2}]"#),
-      Some(vec![r#"{"a":1}"#, r#"{"b":2}"#])
-    );
-    assert_eq!(frames_of("{not json"), None);
-    assert_eq!(frames_of("[1,"), None);
   }
 
   #[test]

@@ -1,7 +1,9 @@
 //! Moving frames: child-process stdio and HTTP. Transports feed a `Session`.
+pub mod event_stream;
 pub mod fetch;
 pub mod http;
 pub mod legacy_sse;
+pub mod legacy_stream;
 pub mod one_shot;
 pub mod pipe_writer;
 pub mod process_group;

@@ -1,0 +1,61 @@
+//! A response body read as server-sent events, one at a time, with the size limit (E3)
+//! applied to each.
+use futures::StreamExt;
+use reqwest::{Response, Url};
+
+use crate::error::CoreError;
+use crate::protocol::sse::{SseEvent, SseItem, SseParser};
+use crate::transport::fetch::network_error;
+
+pub enum ReadItem {
+  Event(SseEvent),
+  TooLarge,
+}
+
+/// Pulls SSE events out of a response body.
+pub struct EventReader {
+  body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+  parser: SseParser,
+  ready: std::collections::VecDeque<SseItem>,
+  url: Url,
+  limit: usize,
+}
+
+impl EventReader {
+  pub fn new(response: Response, limit: usize) -> Self {
+    let url = response.url().clone();
+    EventReader {
+      body: response.bytes_stream().boxed(),
+      parser: SseParser::new(limit),
+      ready: std::collections::VecDeque::new(),
+      url,
+      limit,
+    }
+  }
+
+  /// The largest event kept (E3).
+  pub fn limit(&self) -> usize {
+    self.limit
+  }
+
+  /// # Cancel safety
+  /// Parsed events are kept in `ready`, so dropping a pending call loses nothing.
+  pub async fn next(&mut self) -> Option<Result<ReadItem, CoreError>> {
+    loop {
+      if let Some(item) = self.ready.pop_front() {
+        return Some(Ok(match item {
+          SseItem::Event(event) => ReadItem::Event(event),
+          SseItem::TooLarge => ReadItem::TooLarge,
+        }));
+      }
+      match self.body.next().await? {
+        Ok(chunk) => {
+          let mut out = Vec::new();
+          self.parser.push(&chunk, &mut out);
+          self.ready.extend(out);
+        }
+        Err(e) => return Some(Err(network_error(&self.url, &e))),
+      }
+    }
+  }
+}
