@@ -1,4 +1,5 @@
-// `npm run bench [-- --quick] [-- --out results.json] [-- --rounds N] [-- --workloads a,b]`
+// `npm run bench [-- --quick] [-- --out results.json] [-- --rounds N] [-- --workloads a,b]
+//   [-- --contenders a,b] [-- --baseline <another checkout, built>]`
 // Runs mcp-native side by side with the official SDK and a hand-written raw client (plus a
 // second raw run as an A/A noise control), under Node and Bun, in fresh worker processes,
 // rounds interleaved in a shuffled order. Ratios are computed per round, then the median.
@@ -16,6 +17,12 @@ const roundsIndex = argv.indexOf("--rounds");
 const rounds = roundsIndex >= 0 ? Number(argv[roundsIndex + 1]) : quick ? 1 : 5;
 const onlyIndex = argv.indexOf("--workloads");
 const only = onlyIndex >= 0 ? new Set(argv[onlyIndex + 1].split(",")) : undefined;
+const contendersIndex = argv.indexOf("--contenders");
+const onlyContenders = contendersIndex >= 0 ? new Set(argv[contendersIndex + 1].split(",")) : undefined;
+// An A/B: another build of the addon (an older commit's checkout) runs as `native-base`
+// (and `native-base-bun`), against the same servers in the same shuffled rounds.
+const baselineIndex = argv.indexOf("--baseline");
+const baseline = baselineIndex >= 0 ? argv[baselineIndex + 1] : undefined;
 
 const settings = quick
   ? { warmup: 50, seq: 500, conc: 5000, inFlight: 64, bigWarmup: 1, big1mCalls: 3, big10mCalls: 2, notifications: 5000 }
@@ -36,24 +43,28 @@ const httpWorkloads = ["http-json-seq", "http-json-conc", "http-sse-seq", "http-
 // so ours is held to its own handshake-era calls carrying the same (the `padded` workloads).
 const statelessWorkloads = ["http-2026-seq", "http-2026-conc"];
 const paddedWorkloads = ["http-padded-seq", "http-padded-conc"];
+const nativeWorkloads = [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...paddedWorkloads];
+const baseEnv = baseline ? { MCP_NATIVE_BENCH_ADDON: baseline } : undefined;
 const contenders = [
-  { name: "native", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...paddedWorkloads] },
+  { name: "native", runtime: process.execPath, workloads: nativeWorkloads },
+  ...(baseline ? [{ name: "native-base", runtime: process.execPath, workloads: nativeWorkloads, env: baseEnv }] : []),
   { name: "sdk", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
   { name: "raw", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
   { name: "raw-aa", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
   ...(haveBun
     ? [
-        { name: "native-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...paddedWorkloads] },
+        { name: "native-bun", runtime: bun, workloads: nativeWorkloads },
+        ...(baseline ? [{ name: "native-base-bun", runtime: bun, workloads: nativeWorkloads, env: baseEnv }] : []),
         { name: "raw-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
       ]
     : []),
-];
+].filter((c) => !onlyContenders || onlyContenders.has(c.name));
 
 function runWorker(contender, workload) {
   return new Promise((resolve) => {
     const args = [`${root}bench/worker.mjs`, contender.name, workload, JSON.stringify(settings)];
     // NODE_NO_WARNINGS: the SDK's HTTP client leaks abort listeners (MaxListenersExceededWarning).
-    const env = { ...process.env, NODE_NO_WARNINGS: "1" };
+    const env = { ...process.env, NODE_NO_WARNINGS: "1", ...contender.env };
     const child = spawn(contender.runtime, args, { stdio: ["ignore", "pipe", "inherit"], cwd: root, env });
     let text = "";
     child.stdout.on("data", (d) => (text += d));
@@ -183,7 +194,8 @@ const eraTargets = [
 
 const fmt = (x) => (!Number.isFinite(x) ? "—" : Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2));
 const names = contenders.map((c) => c.name);
-const table = [["metric", "unit", ...names, "native×raw", "native×sdk", "raw-aa×raw", ...(haveBun ? ["native-bun×raw-bun"] : [])]];
+const abColumns = baseline ? ["native×native-base", ...(haveBun ? ["native-bun×native-base-bun"] : [])] : [];
+const table = [["metric", "unit", ...names, "native×raw", "native×sdk", "raw-aa×raw", ...(haveBun ? ["native-bun×raw-bun"] : []), ...abColumns]];
 const summary = { metrics: {}, targets: [] };
 for (const [label, workload, field, unit] of metrics) {
   if (only && !only.has(workload)) continue;
@@ -193,6 +205,7 @@ for (const [label, workload, field, unit] of metrics) {
     "native×sdk": ratio("native", "sdk", workload, field),
     "raw-aa×raw": ratio("raw-aa", "raw", workload, field),
     ...(haveBun ? { "native-bun×raw-bun": ratio("native-bun", "raw-bun", workload, field) } : {}),
+    ...Object.fromEntries(abColumns.map((column) => [column, ratio(...column.split("×"), workload, field)])),
   };
   summary.metrics[label] = { unit, medians, ratios };
   table.push([label, unit, ...names.map((n) => fmt(medians[n])), ...Object.values(ratios).map((r) => `${fmt(r)}×`)]);

@@ -8,8 +8,10 @@ pub mod one_shot;
 pub mod pipe_writer;
 pub mod process_group;
 pub mod spawn_command;
+pub mod spawn_request;
 pub mod stderr_tail;
 pub mod stdio;
+pub mod termination;
 #[cfg(test)]
 pub(crate) mod test_http;
 
