@@ -1,31 +1,25 @@
-//! A24 on the agent's plain header objects: `mergeMCPHeaders`, `setGeneratedHeader` and
-//! `withoutHeader`.
+//! A24 on the agent's plain header objects (`mergeMCPHeaders`, `setGeneratedHeader`,
+//! `withoutHeader`: the core's `client::header_objects`) and `mcpFetch`.
 use napi::Env;
 use napi_derive::napi;
 
-use super::js::{Js, JsArg, JsRaw, Thrown, Value};
+use super::host::JsHost;
+use super::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::js_error::thrown;
-use crate::protocol::header_policy::{merge, same_name};
+use crate::client::header_objects;
+use crate::protocol::header_policy::merge;
 
-/// An object's own headers, in order; nothing for a value that is not an object.
-fn entries(js: Js, headers: Value) -> Result<Vec<(String, Value)>, Thrown> {
-  if !js.is_record(headers) {
-    return Ok(Vec::new());
-  }
-  js.keys(headers)?
-    .into_iter()
-    .map(|name| Ok((name.clone(), js.get(headers, &name)?)))
-    .collect()
-}
-
-fn header_name(js: Js, name: Value) -> Result<String, Thrown> {
-  js.rust_string(name).ok_or_else(|| {
-    Thrown(js_error::type_error(
-      js,
-      "The \"name\" argument must be a string",
-    ))
-  })
+/// Runs one of the header operations on the JS thread's values; what it throws is thrown.
+fn run<T>(
+  env: Env,
+  operation: impl FnOnce(&JsHost) -> Result<T, Held>,
+  convert: impl FnOnce(Js, T) -> JsRaw,
+) -> napi::Result<JsRaw> {
+  let js = Js::new(env.raw());
+  operation(&JsHost::new(js))
+    .map(|value| convert(js, value))
+    .map_err(|error| thrown(js, Thrown(error.get(js))))
 }
 
 /// A new object: the configured headers without those the client generates (whatever their
@@ -36,23 +30,11 @@ fn header_name(js: Js, name: Value) -> Result<String, Thrown> {
   ts_return_type = "Record<string, string>"
 )]
 pub fn merge_mcp_headers(env: Env, headers: JsArg) -> napi::Result<JsRaw> {
-  let js = Js::new(env.raw());
-  let merged = (|| {
-    let (generated, configured) = if js.is_record(headers.0) {
-      (
-        js.get(headers.0, "generated")?,
-        js.get(headers.0, "configured")?,
-      )
-    } else {
-      (js.undefined(), js.undefined())
-    };
-    let out = js.object()?;
-    for (name, value) in merge(&entries(js, generated)?, &entries(js, configured)?) {
-      js.set(out, &name, value);
-    }
-    Ok(out)
-  })();
-  merged.map(JsRaw).map_err(|t| thrown(js, t))
+  run(
+    env,
+    |h| header_objects::merged(h, &h.hold(headers.0)),
+    |js, merged| JsRaw(merged.get(js)),
+  )
 }
 
 /// Sets `name` on `headers`, replacing any header of that name in another case.
@@ -67,20 +49,12 @@ pub fn set_generated_header(
   name: JsArg,
   value: JsArg,
 ) -> napi::Result<()> {
-  let js = Js::new(env.raw());
-  let set = (|| {
-    let name = header_name(js, name.0)?;
-    for (existing, _) in entries(js, headers.0)? {
-      if same_name(&existing, &name) {
-        js.delete(headers.0, &existing);
-      }
-    }
-    if js.is_record(headers.0) {
-      js.set(headers.0, &name, value.0);
-    }
-    Ok(())
-  })();
-  set.map_err(|t| thrown(js, t))
+  run(
+    env,
+    |h| header_objects::set_generated(h, &h.hold(headers.0), &h.hold(name.0), h.hold(value.0)),
+    |js, ()| JsRaw(js.undefined()),
+  )
+  .map(|_| ())
 }
 
 /// `headers` itself when it has no header `name` (in any case), else a copy without it.
@@ -91,31 +65,10 @@ pub fn set_generated_header(
   ts_return_type = "T"
 )]
 pub fn without_header(env: Env, headers: JsArg, name: JsArg) -> napi::Result<JsRaw> {
-  let js = Js::new(env.raw());
-  let result = (|| {
-    let name = header_name(js, name.0)?;
-    let all = entries(js, headers.0)?;
-    if !all.iter().any(|(existing, _)| same_name(existing, &name)) {
-      return Ok(headers.0);
-    }
-    let copy = js.object()?;
-    for (existing, value) in all {
-      if !same_name(&existing, &name) {
-        js.set(copy, &existing, value);
-      }
-    }
-    Ok(copy)
-  })();
-  result.map(JsRaw).map_err(|t| thrown(js, t))
-}
-
-/// The string entries of `headers` (values that are not strings are left out).
-fn string_entries(js: Js, headers: Value) -> Result<Vec<(String, String)>, Thrown> {
-  Ok(
-    entries(js, headers)?
-      .into_iter()
-      .filter_map(|(name, value)| Some((name, js.rust_string(value)?)))
-      .collect(),
+  run(
+    env,
+    |h| header_objects::without(h, &h.hold(headers.0), &h.hold(name.0)),
+    |js, result| JsRaw(result.get(js)),
   )
 }
 
@@ -152,11 +105,13 @@ pub fn mcp_fetch(
         .to_ascii_uppercase(),
     };
     let (generated, configured) = if js.is_record(sources.0) {
-      let generated = string_entries(js, js.get(sources.0, "generated")?)?;
-      (
-        generated,
-        string_entries(js, js.get(sources.0, "configured")?)?,
-      )
+      let h = JsHost::new(js);
+      let entries = |name| {
+        let headers = js.get(sources.0, name)?;
+        header_objects::string_entries(&h, &h.hold(headers)).map_err(|e| Thrown(e.get(js)))
+      };
+      let generated = entries("generated")?;
+      (generated, entries("configured")?)
     } else {
       (Vec::new(), Vec::new())
     };

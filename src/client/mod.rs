@@ -6,6 +6,7 @@ mod connect;
 pub mod era;
 pub mod features;
 pub mod handshake;
+pub mod header_objects;
 pub mod input_required;
 mod listing;
 pub mod removed_methods;
