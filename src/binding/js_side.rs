@@ -9,12 +9,21 @@ use std::time::Instant;
 
 use napi::sys;
 
-use super::event_queue::EventPump;
 use super::js::{Js, Thrown, Tsfn, Value};
 use super::loop_spin;
 use super::request_hooks;
 use crate::runtime::spin::SpinPolicy;
+use crate::session::queue::{EventQueue, Wake};
 use crate::session::{Event, Session};
+
+/// The transport's events on their way to the JS thread, woken by its threadsafe function.
+pub type EventPump = EventQueue<Tsfn>;
+
+impl Wake for Tsfn {
+  fn wake(&self) -> bool {
+    self.call()
+  }
+}
 
 /// How the transport drives its host-loop reader.
 pub struct HostReaderHooks {
@@ -145,7 +154,7 @@ impl JsSide {
       (delivery.deliver)(js, &delivery.side)
     })?;
     side.borrow_mut().tsfn = Some(tsfn.clone());
-    pump.queue().tsfn = Some(tsfn);
+    pump.lock().waker = Some(tsfn);
     Ok(side)
   }
 
@@ -204,7 +213,7 @@ impl JsSide {
   pub fn update_keep_alive(&mut self) {
     let requests = self.session.as_ref().is_some_and(|s| s.keeps_alive());
     let wanted = requests || !self.close_waiters.is_empty();
-    if wanted == self.keeps_alive || self.pump.queue().tsfn.is_none() {
+    if wanted == self.keeps_alive || self.pump.lock().waker.is_none() {
       return;
     }
     self.keeps_alive = wanted;
@@ -321,7 +330,7 @@ impl JsSide {
       js.delete_ref(auth);
     }
     // Out of the queue under its lock first, so no producer can use it afterwards.
-    let released = self.pump.queue().tsfn.take();
+    let released = self.pump.lock().waker.take();
     self.tsfn = None;
     if let Some(tsfn) = released {
       tsfn.release();
@@ -353,7 +362,7 @@ impl Drop for Delivery {
   fn drop(&mut self) {
     let pump = self.side.try_borrow().map(|s| s.pump.clone());
     if let Ok(pump) = pump {
-      pump.queue().tsfn = None;
+      pump.lock().waker = None;
     }
   }
 }

@@ -6,7 +6,6 @@ mod args;
 mod auth_call;
 pub(crate) mod calls;
 mod client;
-mod event_queue;
 mod executor;
 mod header_policy;
 mod host;

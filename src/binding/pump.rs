@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use super::auth_call;
-use super::event_queue;
 use super::executor;
 use super::js::timer_function;
 use super::js::{Js, Thrown, Value};
@@ -20,7 +19,7 @@ use crate::session::Event;
 /// right after, without the trip through the threadsafe function.
 pub fn read_here<T>(js: Js, side: &Shared, read: impl FnOnce() -> T) -> T {
   let pump = side.borrow().sink();
-  let result = event_queue::collecting(&pump, || executor::in_runtime(read));
+  let result = crate::session::queue::collecting(&pump, || executor::in_runtime(read));
   deliver(js, side);
   result
 }

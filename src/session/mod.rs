@@ -2,6 +2,7 @@
 //! timeouts, cancellation and server-request answering. Transport-agnostic and napi-free:
 //! frames go out through an ordered queue, everything JS must see comes out as `Event`s in
 //! order, and the JS side's handles for each request are kept in the same table.
+pub mod queue;
 mod requests;
 
 use std::sync::atomic::{AtomicBool, Ordering};
