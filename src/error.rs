@@ -113,6 +113,46 @@ impl CoreError {
     crate::redaction::redact_secrets(&self.to_string())
   }
 
+  /// The properties the JS `Error` carries besides its message, in the order they are set.
+  pub fn properties(&self) -> Vec<(&'static str, ErrorProperty<'_>)> {
+    let mut properties = Vec::new();
+    match self {
+      // T4: the agent sets both, `data` even when the server sent none.
+      CoreError::Rpc { code, data, .. } => {
+        properties.push(("code", ErrorProperty::Number(*code as f64)));
+        properties.push(("data", ErrorProperty::Json(data.as_deref())));
+      }
+      // S5
+      CoreError::TransportClosed {
+        stderr: Some(stderr),
+      } => properties.push(("stderr", ErrorProperty::Text(stderr))),
+      // H4/H7
+      CoreError::Http {
+        status,
+        www_authenticate,
+        mcp_auth_server,
+        ..
+      } => {
+        properties.push(("status", ErrorProperty::Number(f64::from(*status))));
+        if let Some(v) = www_authenticate {
+          properties.push(("wwwAuthenticate", ErrorProperty::Text(v)));
+        }
+        if let Some(v) = mcp_auth_server {
+          properties.push(("mcpAuthServer", ErrorProperty::Text(v)));
+        }
+      }
+      // O1: the name the TS SDK's `UnauthorizedError` has.
+      CoreError::Unauthorized => {
+        properties.push(("name", ErrorProperty::Text("UnauthorizedError")))
+      }
+      _ => {}
+    }
+    if let Some(code) = self.string_code() {
+      properties.push(("code", ErrorProperty::Text(code)));
+    }
+    properties
+  }
+
   /// The `code` property of the JS error, where the contract gives one as a string.
   pub fn string_code(&self) -> Option<&str> {
     match self {
@@ -125,6 +165,15 @@ impl CoreError {
       _ => None,
     }
   }
+}
+
+/// A property of a JS error, as the contract gives it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ErrorProperty<'a> {
+  Number(f64),
+  Text(&'a str),
+  /// JSON text to parse; `None` (or text that does not parse) is `undefined`.
+  Json(Option<&'a str>),
 }
 
 /// O4: the step an OAuth failure happened in; the JS error's `code` is `OAUTH_<STEP>`.
@@ -248,6 +297,44 @@ mod tests {
       CoreError::NoResponse("3".to_string()).to_string(),
       "No response received for request ID 3"
     );
+  }
+
+  #[test]
+  fn t4_h4_s5_o1_the_js_error_carries_the_contract_s_properties() {
+    let rpc = CoreError::Rpc {
+      code: -32601,
+      message: "Method not found".into(),
+      data: None,
+    };
+    assert_eq!(
+      rpc.properties(),
+      [
+        ("code", ErrorProperty::Number(-32601.0)),
+        ("data", ErrorProperty::Json(None))
+      ]
+    );
+    let http = CoreError::Http {
+      status: 401,
+      body: String::new(),
+      www_authenticate: Some("Bearer".into()),
+      mcp_auth_server: None,
+      hint_in_message: false,
+    };
+    assert_eq!(
+      http.properties(),
+      [
+        ("status", ErrorProperty::Number(401.0)),
+        ("wwwAuthenticate", ErrorProperty::Text("Bearer"))
+      ]
+    );
+    assert_eq!(
+      CoreError::Unauthorized.properties(),
+      [
+        ("name", ErrorProperty::Text("UnauthorizedError")),
+        ("code", ErrorProperty::Text("OAUTH_UNAUTHORIZED"))
+      ]
+    );
+    assert!(CoreError::NotConnected.properties().is_empty());
   }
 
   #[test]

@@ -1,6 +1,6 @@
 //! The one place core errors become JS `Error` objects with the contract's properties.
 use super::js::{ErrorKind, Held, Js, JsRaw, Thrown, Value};
-use crate::error::CoreError;
+use crate::error::{CoreError, ErrorProperty};
 
 pub fn to_js(js: Js, error: &CoreError) -> Value {
   // H5: V8's own SyntaxError, exactly as `JSON.parse` words it.
@@ -10,41 +10,13 @@ pub fn to_js(js: Js, error: &CoreError) -> Value {
     }
   }
   let value = js.error(ErrorKind::Error, &error.message());
-  match error {
-    // T4: the agent sets both, `data` even when the server sent none.
-    CoreError::Rpc { code, data, .. } => {
-      js.set(value, "code", js.number(*code as f64));
-      let data = data
-        .as_deref()
-        .and_then(|text| js.json_parse(text).ok())
-        .unwrap_or_else(|| js.undefined());
-      js.set(value, "data", data);
-    }
-    // S5
-    CoreError::TransportClosed {
-      stderr: Some(stderr),
-    } => js.set(value, "stderr", js.string(stderr)),
-    // H4/H7
-    CoreError::Http {
-      status,
-      www_authenticate,
-      mcp_auth_server,
-      ..
-    } => {
-      js.set(value, "status", js.number(f64::from(*status)));
-      if let Some(v) = www_authenticate {
-        js.set(value, "wwwAuthenticate", js.string(v));
-      }
-      if let Some(v) = mcp_auth_server {
-        js.set(value, "mcpAuthServer", js.string(v));
-      }
-    }
-    // O1: the name the TS SDK's `UnauthorizedError` has.
-    CoreError::Unauthorized => js.set(value, "name", js.string("UnauthorizedError")),
-    _ => {}
-  }
-  if let Some(code) = error.string_code() {
-    js.set(value, "code", js.string(code));
+  for (name, property) in error.properties() {
+    let property = match property {
+      ErrorProperty::Number(n) => js.number(n),
+      ErrorProperty::Text(text) => js.string(text),
+      ErrorProperty::Json(text) => js.json_parse_or_undefined(text),
+    };
+    js.set(value, name, property);
   }
   value
 }
