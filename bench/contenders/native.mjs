@@ -3,9 +3,10 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 // MCP_NATIVE_BENCH_ADDON: another build's package directory (run.mjs --baseline), loaded
-// through its own index.js as this one is, so that both pay the same loading.
+// through its own index.js as this one is, so that both pay the same loading (or a bare
+// `.node`, for A/Bs of several builds that all load the same way).
 const from = process.env.MCP_NATIVE_BENCH_ADDON ?? "../..";
-const { connectToServer, createStdioTransport, createHttpTransport } = require(`${from}/index.js`);
+const { connectToServer, createStdioTransport, createHttpTransport } = require(from.endsWith(".node") ? from : `${from}/index.js`);
 
 // What a 2026-07-28 request adds to a handshake-era one: its envelope and routing headers.
 const META = "io.modelcontextprotocol/";

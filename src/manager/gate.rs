@@ -18,7 +18,7 @@ use super::host::{Compat, Level, ManagerHost};
 use super::state::Phase;
 use super::validation::{join_messages, validate_server_config};
 use super::Manager;
-use crate::host::json_of;
+use crate::host::{json_of, Values};
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(250);
 
@@ -49,6 +49,47 @@ pub enum Status<'a> {
     /// `sources[server].path`.
     source_path: Option<String>,
   },
+}
+
+impl Status<'_> {
+  /// What the status callback is given: v18's `McpConnectionStatusEvent`; before v18 only
+  /// the names being connected, as `onConnecting` (`None`: the event is not reported).
+  pub fn argument<H: Values>(&self, h: &H, v18: bool) -> Option<Result<H::Value, H::Value>> {
+    let names = |names: &[String]| h.array(names.iter().map(|name| h.string(name)).collect());
+    if !v18 {
+      return match self {
+        Status::Connecting(connecting) => Some(names(connecting)),
+        _ => None,
+      };
+    }
+    Some(match self {
+      Status::Connecting(connecting) => names(connecting).and_then(|array| {
+        h.object(vec![
+          ("type", h.string("connecting")),
+          ("serverNames", array),
+        ])
+      }),
+      Status::Connected(server) => h.object(vec![
+        ("type", h.string("connected")),
+        ("serverName", h.string(server)),
+      ]),
+      Status::Failed {
+        server,
+        error,
+        source_path,
+      } => {
+        let mut fields = vec![
+          ("type", h.string("failed")),
+          ("serverName", h.string(server)),
+          ("error", h.string(error)),
+        ];
+        if let Some(path) = source_path {
+          fields.push(("sourcePath", h.string(path)));
+        }
+        h.object(fields)
+      }
+    })
+  }
 }
 
 pub type StatusHook = Rc<dyn Fn(Status<'_>)>;
@@ -319,5 +360,45 @@ impl<H: ManagerHost> Manager<H> {
       errors,
       connected,
     })
+  }
+}
+
+#[cfg(test)]
+mod status_tests {
+  use super::Status;
+  use crate::fake_host::FakeHost;
+  use serde_json::json;
+
+  #[test]
+  fn a31_v18_hears_events_and_v12_only_the_names_connecting() {
+    let h = FakeHost::new();
+    let names = ["a".to_string(), "b".to_string()];
+    let value = |status: Status<'_>, v18| {
+      status
+        .argument(&h, v18)
+        .map(|argument| argument.ok().map(|v| v.to_json()))
+    };
+    assert_eq!(
+      value(Status::Connecting(&names), false),
+      Some(Some(json!(["a", "b"])))
+    );
+    assert_eq!(value(Status::Connected("a"), false), None);
+    assert_eq!(
+      value(Status::Connecting(&names), true),
+      Some(Some(
+        json!({"type": "connecting", "serverNames": ["a", "b"]})
+      ))
+    );
+    let failed = Status::Failed {
+      server: "b",
+      error: "boom",
+      source_path: Some("/p/.mcp.json".into()),
+    };
+    assert_eq!(
+      value(failed, true),
+      Some(Some(json!({
+        "type": "failed", "serverName": "b", "error": "boom", "sourcePath": "/p/.mcp.json"
+      })))
+    );
   }
 }

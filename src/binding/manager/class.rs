@@ -9,7 +9,7 @@ use napi_derive::napi;
 
 use super::JsManagerHost;
 use crate::binding::executor::promise;
-use crate::binding::host::call_method;
+use crate::binding::host::{call_method, JsHost};
 use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
 use crate::binding::js_error::{finish, thrown};
@@ -109,34 +109,6 @@ fn string_array(js: Js, names: &[String]) -> Result<Value, Thrown> {
     js.set_element(array, i as u32, js.string(name))?;
   }
   Ok(array)
-}
-
-/// A31: `McpConnectionStatusEvent` objects.
-fn status_event(js: Js, event: Status<'_>) -> Result<Value, Thrown> {
-  let object = js.object()?;
-  match event {
-    Status::Connecting(names) => {
-      js.set(object, "type", js.string("connecting"));
-      js.set(object, "serverNames", string_array(js, names)?);
-    }
-    Status::Connected(name) => {
-      js.set(object, "type", js.string("connected"));
-      js.set(object, "serverName", js.string(name));
-    }
-    Status::Failed {
-      server,
-      error,
-      source_path,
-    } => {
-      js.set(object, "type", js.string("failed"));
-      js.set(object, "serverName", js.string(server));
-      js.set(object, "error", js.string(error));
-      if let Some(path) = source_path {
-        js.set(object, "sourcePath", js.string(&path));
-      }
-    }
-  }
-  Ok(object)
 }
 
 impl JsMcpManager {
@@ -322,14 +294,9 @@ impl JsMcpManager {
     let v18 = manager.settings_compat() == Compat::V18;
     let status: StatusHook = Rc::new(move |event: Status<'_>| {
       let Some(callback) = &callback else { return };
-      let argument = match (v18, event) {
-        (false, Status::Connecting(names)) => string_array(js, names),
-        (false, _) => return,
-        (true, event) => status_event(js, event),
-      };
-      if let Ok(argument) = argument {
+      if let Some(Ok(argument)) = event.argument(&JsHost::new(js), v18) {
         // The connects are registered already; a throwing callback only loses itself.
-        let _ = js.call(callback.get(js), js.undefined(), &[argument]);
+        let _ = js.call(callback.get(js), js.undefined(), &[argument.get(js)]);
       }
     });
     let host = manager.host().clone();
