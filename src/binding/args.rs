@@ -82,7 +82,7 @@ pub fn request_options(
   js: Js,
   options: Option<Value>,
 ) -> ArgResult<(Option<Value>, crate::session::RequestOptions)> {
-  use crate::session::{RequestOptions, RequestTiming};
+  use crate::session::{OptionField, RequestOptions};
   let Some(options) = options.filter(|v| js.type_of(*v) == napi::sys::ValueType::napi_object)
   else {
     return Ok((None, RequestOptions::default()));
@@ -92,33 +92,18 @@ pub fn request_options(
   if on_progress.is_some_and(|f| !js.is_function(f)) {
     return Err("The \"options.onProgress\" field must be a function".to_string());
   }
-  let duration = |name: &str| -> ArgResult<Option<std::time::Duration>> {
-    let Some(value) = field(name) else {
-      return Ok(None);
-    };
-    js.number_value(value)
-      .filter(|n| n.is_finite() && *n >= 0.0)
-      .map(|ms| Some(std::time::Duration::from_secs_f64(ms / 1000.0)))
-      .ok_or_else(|| format!("The \"options.{name}\" field must be a non-negative number"))
+  let number = |name: &str| match field(name) {
+    None => OptionField::Absent,
+    Some(value) => js
+      .number_value(value)
+      .map_or(OptionField::Other, OptionField::Number),
   };
-  let timeout = duration("timeout")?;
-  let max_total = duration("maxTotalTimeout")?.filter(|d| !d.is_zero());
+  let timeout = number("timeout");
+  let max_total = number("maxTotalTimeout");
   let reset_on_progress = field("resetTimeoutOnProgress").is_some_and(|v| js.truthy(v));
-  let timing =
-    (timeout.is_some() || max_total.is_some() || reset_on_progress).then_some(RequestTiming {
-      timeout,
-      reset_on_progress,
-      max_total,
-    });
-  Ok((
-    on_progress,
-    RequestOptions {
-      progress: on_progress.is_some(),
-      timing,
-      subscription: false,
-      base_timeout: None,
-    },
-  ))
+  let options =
+    RequestOptions::from_fields(on_progress.is_some(), timeout, max_total, reset_on_progress)?;
+  Ok((on_progress, options))
 }
 
 /// T8: the rejection is `signal.reason` when it is an Error, else `Error("Aborted")`; the

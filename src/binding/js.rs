@@ -1,4 +1,17 @@
 //! Raw napi calls behind a small vocabulary. Every function here runs on the JS thread.
+//!
+//! Where napi-rs's safe types cost nothing measurable the binding uses them (classes,
+//! `Env`, `#[napi]` exports). Raw calls stay where they measured better or where the safe
+//! type does the wrong thing:
+//! - `JsArg`/`JsRaw`: loose arguments, validated by hand, because napi-rs's typed
+//!   conversion throws synchronously and a promise-returning export must reject (E2);
+//! - results as JSON text through V8's `JSON.parse` (`json_parse`), 2–4× faster than
+//!   building objects through napi for anything object-shaped (NAPI-NOTES, boundary cost);
+//! - external Latin-1 strings (`external_latin1`) for megabyte results, not offered by
+//!   napi-rs, so a 10 MiB answer is not copied on the JS thread;
+//! - one raw threadsafe function per transport (`Tsfn`), called with no data (napi-rs's
+//!   `ThreadsafeFunction` boxes a value for every call) and referenced only while requests
+//!   are pending.
 use std::ffi::{c_void, CString};
 use std::ptr;
 

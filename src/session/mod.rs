@@ -156,6 +156,54 @@ pub struct RequestOptions {
   pub base_timeout: Option<Option<Duration>>,
 }
 
+/// A number field of a request's options as the caller gave it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OptionField {
+  /// Absent, `null` or `undefined`.
+  Absent,
+  Number(f64),
+  /// Anything else.
+  Other,
+}
+
+impl RequestOptions {
+  /// P4: a request's options from `onProgress` (whether one was given), `timeout`,
+  /// `maxTotalTimeout` (milliseconds; 0 is no bound) and `resetTimeoutOnProgress`.
+  ///
+  /// # Errors
+  /// The TypeError message naming a field that is not a non-negative number (E2).
+  pub fn from_fields(
+    progress: bool,
+    timeout: OptionField,
+    max_total: OptionField,
+    reset_on_progress: bool,
+  ) -> Result<Self, String> {
+    let duration = |name: &str, field: OptionField| match field {
+      OptionField::Absent => Ok(None),
+      OptionField::Number(ms) if ms.is_finite() && ms >= 0.0 => {
+        Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+      }
+      _ => Err(format!(
+        "The \"options.{name}\" field must be a non-negative number"
+      )),
+    };
+    let timeout = duration("timeout", timeout)?;
+    let max_total = duration("maxTotalTimeout", max_total)?.filter(|d| !d.is_zero());
+    let timing =
+      (timeout.is_some() || max_total.is_some() || reset_on_progress).then_some(RequestTiming {
+        timeout,
+        reset_on_progress,
+        max_total,
+      });
+    Ok(RequestOptions {
+      progress,
+      timing,
+      subscription: false,
+      base_timeout: None,
+    })
+  }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RequestTiming {
   /// `None`: the transport's configured timeout; `Some(ZERO)`: no timeout.
@@ -1657,5 +1705,58 @@ pub mod tests {
       !s.keeps_alive(),
       "a notify that could not be sent leaves nothing behind"
     );
+  }
+}
+
+#[cfg(test)]
+mod option_tests {
+  use super::{OptionField, RequestOptions, RequestTiming};
+  use std::time::Duration;
+
+  #[test]
+  fn p4_request_options_from_their_fields() {
+    let absent = OptionField::Absent;
+    assert_eq!(
+      RequestOptions::from_fields(false, absent, absent, false),
+      Ok(RequestOptions::default())
+    );
+    let options = RequestOptions::from_fields(
+      true,
+      OptionField::Number(1500.0),
+      OptionField::Number(0.0),
+      true,
+    );
+    assert_eq!(
+      options.map(|o| (o.progress, o.timing)),
+      Ok((
+        true,
+        Some(RequestTiming {
+          timeout: Some(Duration::from_millis(1500)),
+          reset_on_progress: true,
+          // 0 is no bound.
+          max_total: None,
+        })
+      ))
+    );
+  }
+
+  #[test]
+  fn e2_a_bad_timeout_names_its_field() {
+    let absent = OptionField::Absent;
+    for bad in [
+      OptionField::Number(-1.0),
+      OptionField::Number(f64::NAN),
+      OptionField::Number(f64::INFINITY),
+      OptionField::Other,
+    ] {
+      assert_eq!(
+        RequestOptions::from_fields(false, bad, absent, false),
+        Err("The \"options.timeout\" field must be a non-negative number".to_string())
+      );
+      assert_eq!(
+        RequestOptions::from_fields(false, absent, bad, false),
+        Err("The \"options.maxTotalTimeout\" field must be a non-negative number".to_string())
+      );
+    }
   }
 }
