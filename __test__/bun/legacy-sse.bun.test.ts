@@ -46,3 +46,24 @@ describe("LegacySseTransport on Bun", () => {
     await expect(t.request("tools/list")).rejects.toThrow("Transport not connected");
   });
 });
+
+describe("H11 on Bun: the HTTP transport's legacy fallback reads the stream by A23's rules", () => {
+  it("H11/A23: [DONE] is skipped; non-JSON goes to onError, rejects what is pending and ends the stream", async () => {
+    const f = await startHttpFixture({ legacy: true });
+    cleanups.push(f.close);
+    const t = await native.createHttpTransport({ type: "sse", url: f.url });
+    cleanups.push(() => t.close());
+    const errors: string[] = [];
+    t.onError = (e: Error) => errors.push(e.message);
+    let closes = 0;
+    t.onClose = () => closes++;
+    await t.request("initialize", init);
+    await expect(t.request("legacy/raw", { text: "data: [DONE]\n\n" })).resolves.toEqual({});
+    await expect(t.request("sse/echo", { after: "done" })).resolves.toEqual({ params: { after: "done" } });
+    const message = "Legacy SSE message event contained non-JSON data: not json";
+    await expect(t.request("legacy/raw", { text: "data: not json\n\n" })).rejects.toThrow(message);
+    expect(errors).toContain(message);
+    await Bun.sleep(20);
+    expect(closes).toBe(1);
+  });
+});
