@@ -66,6 +66,24 @@ describe("FileToolCache", () => {
     expect(await cache.get("srv", { env: { B: "2", A: "1" }, args: ["a"], command: "srv" })).toEqual(tools("t"));
   });
 
+  it("FileToolCache/FileTokenStore: a write that cannot happen rejects naming the file and the reason", async () => {
+    const blocker = join(dir, "a-file");
+    writeFileSync(blocker, "");
+    const cachePath = join(blocker, "tools.json");
+    const cache = new native.FileToolCache(cachePath);
+    const config = { command: "x" };
+    const cacheError: any = await cache.set("s", config, tools("a")).catch((e) => e);
+    expect(cacheError).toBeInstanceOf(Error);
+    expect(cacheError.message).toMatch(new RegExp(`^Failed to write tool cache ${cachePath}: .+`));
+    const storePath = join(blocker, "tokens.json");
+    const store = new native.FileTokenStore(storePath);
+    const storeError: any = await store.set("k", { issuer: "x" } as any).catch((e) => e);
+    expect(storeError.message).toMatch(new RegExp(`^Failed to write token store ${storePath}: .+`));
+    // Reads of an unreachable file are misses, not failures.
+    await expect(cache.get("s", config)).resolves.toBeNull();
+    await expect(store.get("k")).resolves.toBeUndefined();
+  });
+
   it("FileToolCache: a corrupt file reads as empty, and a later set works", async () => {
     const path = join(dir, "tools.json");
     writeFileSync(path, "{ not json at all");

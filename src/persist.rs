@@ -8,6 +8,29 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// A lookup off the host thread, on the blocking pool (the disk or a lock may be slow);
+/// `None` when the work could not run to its end.
+pub async fn read_off_thread<T: Send + 'static>(
+  work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+  tokio::task::spawn_blocking(work).await.ok()
+}
+
+/// A write off the host thread; its failure is the message the caller's error carries:
+/// `Failed to write <what> <path>: <reason>`.
+pub async fn write_off_thread(
+  what: &str,
+  path: &Path,
+  work: impl FnOnce() -> io::Result<()> + Send + 'static,
+) -> Result<(), String> {
+  let failed = |reason: String| format!("Failed to write {what} {}: {reason}", path.display());
+  match tokio::task::spawn_blocking(work).await {
+    Ok(Ok(())) => Ok(()),
+    Ok(Err(error)) => Err(failed(error.to_string())),
+    Err(error) => Err(failed(error.to_string())),
+  }
+}
+
 /// The directory `path` lives in (created if missing).
 pub fn parent_dir(path: &Path) -> io::Result<PathBuf> {
   let dir = match path.parent() {
@@ -99,4 +122,21 @@ pub fn now_ms() -> u64 {
     .map_or(0, |since| {
       u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
     })
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[tokio::test]
+  async fn m4_o3_a_failed_write_names_the_file_and_the_reason() {
+    let failed = write_off_thread("tool cache", Path::new("/c/tools.json"), || {
+      Err(io::Error::other("disk full"))
+    });
+    assert_eq!(
+      failed.await,
+      Err("Failed to write tool cache /c/tools.json: disk full".to_string())
+    );
+    assert_eq!(read_off_thread(|| 7).await, Some(7));
+  }
 }

@@ -12,6 +12,7 @@ use crate::binding::js_error::finish;
 use crate::binding::js_error::runtime_failure;
 use crate::binding::manager::tool_cache::{json_of, path_argument};
 use crate::oauth::store::FileTokenStore;
+use crate::persist::{read_off_thread, write_off_thread};
 
 /// O3: OAuth credentials in one JSON file readable by its owner only (mode 0600), written
 /// atomically under a lock file, so several processes can share it.
@@ -33,20 +34,15 @@ impl JsFileTokenStore {
     work: impl FnOnce(&FileTokenStore) -> std::io::Result<()> + Send + 'static,
   ) -> Result<napi::sys::napi_value, Thrown> {
     let store = self.store.clone();
-    let path = self.path();
+    let path = store.path().to_path_buf();
     let done = on_runtime(js, async move {
-      tokio::task::spawn_blocking(move || work(&store).map_err(|e| e.to_string()))
-        .await
-        .unwrap_or_else(|e| Err(e.to_string()))
+      write_off_thread("token store", &path, move || work(&store)).await
     });
     promise(js, async move {
       match done.await {
         None => Err(runtime_failure(js)),
         Some(Ok(())) => Ok(Held::new(js, js.undefined())),
-        Some(Err(message)) => {
-          let message = format!("Failed to write token store {path}: {message}");
-          Err(Held::new(js, js.error(ErrorKind::Error, &message)))
-        }
+        Some(Err(message)) => Err(Held::new(js, js.error(ErrorKind::Error, &message))),
       }
     })
   }
@@ -81,9 +77,8 @@ impl JsFileTokenStore {
       };
       let store = self.store.clone();
       let lookup = on_runtime(js, async move {
-        tokio::task::spawn_blocking(move || store.get(&key).map(|v| v.to_string()))
+        read_off_thread(move || store.get(&key).map(|v| v.to_string()))
           .await
-          .ok()
           .flatten()
       });
       promise(js, async move {

@@ -12,6 +12,7 @@ use crate::binding::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error;
 use crate::binding::js_error::{finish, thrown};
 use crate::manager::tool_cache::FileToolCache;
+use crate::persist::{read_off_thread, write_off_thread};
 
 /// The embedded tool cache (M4): one JSON file, entries keyed by server name and a SHA-256 of
 /// the config's key-sorted JSON, 30 days fresh, written atomically under a lock file.
@@ -144,11 +145,10 @@ impl JsFileToolCache {
         Err(error) => return js.rejected(error),
       };
       let cache = self.cache.clone();
-      let found = on_runtime(js, async move {
-        tokio::task::spawn_blocking(move || lookup(&cache, &server, &config))
-          .await
-          .ok()
-      });
+      let found = on_runtime(
+        js,
+        read_off_thread(move || lookup(&cache, &server, &config)),
+      );
       promise(js, async move {
         let Some(found) = found.await.flatten() else {
           return Err(runtime_failure(js));
@@ -180,21 +180,16 @@ impl JsFileToolCache {
         Err(error) => return js.rejected(error),
       };
       let cache = self.cache.clone();
+      let path = cache.path().to_path_buf();
       let write = on_runtime(js, async move {
-        match tokio::task::spawn_blocking(move || change(&cache, &server, &config)).await {
-          Ok(result) => result.map_err(|e| e.to_string()),
-          Err(e) => Err(e.to_string()),
-        }
+        let work = move || change(&cache, &server, &config);
+        write_off_thread("tool cache", &path, work).await
       });
-      let path = self.path();
       promise(js, async move {
         match write.await {
           None => Err(runtime_failure(js)),
           Some(Ok(())) => Ok(Held::new(js, js.undefined())),
-          Some(Err(message)) => {
-            let message = format!("Failed to write tool cache {path}: {message}");
-            Err(Held::new(js, js.error(ErrorKind::Error, &message)))
-          }
+          Some(Err(message)) => Err(Held::new(js, js.error(ErrorKind::Error, &message))),
         }
       })
     })();
