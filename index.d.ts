@@ -1228,9 +1228,8 @@ export declare const MCP_CONFIG_SCHEMA_URL: string
 export declare const MCP_PROTOCOL_VERSION: string
 
 /**
- * A24 `mcpFetch`: the runtime's `fetch` with the generated headers over the configured
- * ones. Origin-locked, redirects are followed here: at most five, 301/302/303 of anything
- * but a GET refused, and the configured headers only sent to `url`'s origin.
+ * A24 `mcpFetch` (the core's `client::mcp_fetch`): the runtime's `fetch` with the
+ * generated headers over the configured ones; origin-locked, redirects followed here.
  */
 export declare function mcpFetch(url: string, init: MCPFetchInit, sources: { generated: Record<string, string>; configured?: Record<string, string> }, originLocked?: boolean): Promise<Response>
 

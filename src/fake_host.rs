@@ -226,7 +226,7 @@ impl V {
     matches!(self, V::Error(e) if e.type_error)
   }
 
-  fn object(fields: Vec<(&str, V)>) -> V {
+  pub fn object(fields: Vec<(&str, V)>) -> V {
     let object = V::Object(Rc::new(RefCell::new(Vec::new())));
     for (name, value) in fields {
       object.set(name, value);
@@ -993,6 +993,10 @@ impl Callbacks for FakeHost {
         Box::pin(std::future::ready(Err(error)))
       }
     }
+  }
+
+  fn call_method(&self, object: &V, name: &str, args: Vec<V>) -> Pending<V> {
+    self.call(&object.get(name), args)
   }
 
   fn function(&self, _name: &str, body: HostFn<V>) -> Result<V, V> {

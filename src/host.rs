@@ -133,6 +133,13 @@ pub type HostFn<V> = Rc<dyn Fn(Vec<V>) -> Pending<V>>;
 pub trait Callbacks: Values {
   /// Calls `function(...args)`; a returned thenable is awaited.
   fn call(&self, function: &Self::Value, args: Vec<Self::Value>) -> Pending<Self::Value>;
+  /// Calls `object[name](...args)` with `object` as `this`; a missing method is a TypeError.
+  fn call_method(
+    &self,
+    object: &Self::Value,
+    name: &str,
+    args: Vec<Self::Value>,
+  ) -> Pending<Self::Value>;
   /// A host function that runs `body` and returns a promise of its outcome.
   fn function(&self, name: &str, body: HostFn<Self::Value>) -> Result<Self::Value, Self::Value>;
   /// A host function that runs `body` and returns `undefined` (a `() => void` of the API).

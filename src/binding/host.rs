@@ -235,6 +235,12 @@ impl<T: OnJs> Callbacks for T {
     self.on().call(function.get(js), js.undefined(), &args)
   }
 
+  fn call_method(&self, object: &Held, name: &str, args: Vec<Held>) -> Pending<Held> {
+    let js = self.on().js;
+    let args: Vec<Value> = args.iter().map(|a| a.get(js)).collect();
+    self.on().call_method(object, name, &args)
+  }
+
   fn function(&self, name: &str, body: HostFn<Held>) -> Result<Held, Held> {
     let on = self.on();
     let function = on.js.closure(name, move |js, args| {

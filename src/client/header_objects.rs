@@ -5,7 +5,7 @@ use crate::host::Values;
 use crate::protocol::header_policy::{merge, same_name};
 
 /// A plain object: an object that is not an array.
-fn is_record<H: Values>(h: &H, value: &H::Value) -> bool {
+pub fn is_record<H: Values>(h: &H, value: &H::Value) -> bool {
   h.is_object(value) && h.items(value).is_none()
 }
 

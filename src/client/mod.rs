@@ -9,6 +9,7 @@ pub mod handshake;
 pub mod header_objects;
 pub mod input_required;
 mod listing;
+pub mod mcp_fetch;
 pub mod removed_methods;
 pub mod resources;
 pub mod server_requests;
