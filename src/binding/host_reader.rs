@@ -8,7 +8,6 @@
 //! (`Bun.file(fd).stream()`, which leaves the descriptor to us) and we take its chunks.
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::future::{Either, LocalBoxFuture};
@@ -20,6 +19,7 @@ use super::js::{Held, Js, Thrown, Value};
 use super::js_side::{HostReaderHooks, Shared};
 use super::pump;
 use super::uv::{uv, Poll};
+use crate::transport::long_line_feed::{LongLineFeed, Returned};
 use crate::transport::stdio::{HostReader, Readiness, StdoutReader};
 
 #[derive(Clone, Copy)]
@@ -101,55 +101,21 @@ enum Feed {
 }
 
 struct Away {
-  chunks: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
-  pool: Arc<Mutex<Vec<Vec<u8>>>>,
-  back: LocalBoxFuture<'static, Option<Returned>>,
+  feed: LongLineFeed,
+  back: LocalBoxFuture<'static, Option<Returned<Box<StdoutReader>>>>,
 }
-
-/// The reader back from the runtime, with the chunks it did not take (sent after the line
-/// ended), which are the JS thread's to feed, in order.
-type Returned = (
-  Box<StdoutReader>,
-  tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
-);
-
-/// Buffers kept for a long line's chunks: enough to cover the runtime's lag behind Bun.
-const POOLED_BUFFERS: usize = 8;
 
 impl Feed {
   fn away(js: Js, reader: Box<StdoutReader>) -> Feed {
-    let (chunks, mut received) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
-    let pool = Arc::new(Mutex::new(Vec::new()));
-    let recycled = pool.clone();
-    let back = executor::on_runtime(js, async move {
-      let mut reader = reader;
-      while reader.receiving_long_line() {
-        let Some(mut bytes) = received.recv().await else {
-          break;
-        };
-        reader.feed(&bytes);
-        bytes.clear();
-        let mut pool = recycled.lock().unwrap_or_else(PoisonError::into_inner);
-        if pool.len() < POOLED_BUFFERS {
-          pool.push(bytes);
-        }
-      }
-      (reader, received)
-    });
-    Feed::Away(Away { chunks, pool, back })
+    let (feed, work) = LongLineFeed::start(reader);
+    let back = executor::on_runtime(js, work);
+    Feed::Away(Away { feed, back })
   }
 
   /// Passes bytes on to the runtime (a no-op here).
   fn send(&self, bytes: &[u8]) {
     if let Feed::Away(away) = self {
-      let spare = away
-        .pool
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .pop();
-      let mut buffer = spare.unwrap_or_default();
-      buffer.extend_from_slice(bytes);
-      let _ = away.chunks.send(buffer);
+      away.feed.send(bytes);
     }
   }
 
@@ -169,21 +135,20 @@ impl Feed {
     match self {
       Feed::Here(reader) => Some(reader),
       Feed::Away(away) => {
-        drop(away.chunks);
+        drop(away.feed);
         Self::arrive(js, side, away.back.await)
       }
       Feed::Lost => None,
     }
   }
 
-  fn arrive(js: Js, side: &Shared, returned: Option<Returned>) -> Option<Box<StdoutReader>> {
-    let (mut reader, mut left) = returned?;
-    pump::read_here(js, side, || {
-      while let Ok(bytes) = left.try_recv() {
-        reader.feed(&bytes);
-      }
-    });
-    Some(reader)
+  fn arrive(
+    js: Js,
+    side: &Shared,
+    returned: Option<Returned<Box<StdoutReader>>>,
+  ) -> Option<Box<StdoutReader>> {
+    let returned = returned?;
+    Some(pump::read_here(js, side, || returned.feed_left()))
   }
 }
 

@@ -4,6 +4,7 @@ pub mod fetch;
 pub mod http;
 pub mod legacy_sse;
 pub mod legacy_stream;
+pub mod long_line_feed;
 pub mod one_shot;
 pub mod pipe_writer;
 pub mod process_group;
