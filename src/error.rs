@@ -35,6 +35,10 @@ pub enum CoreError {
     code: String,
   },
   /// S7: the frame could not be written to the server.
+  /// A12: a command line that cmd.exe cannot carry (the text names what is wrong).
+  #[error("{0}")]
+  CommandLine(String),
+
   #[error("Failed to write to MCP server: {0}")]
   Write(String),
   /// S4: reading the server's stdout failed (not EOF).

@@ -206,7 +206,7 @@ impl BunReader {
     side: &Shared,
     reader: Box<StdoutReader>,
   ) -> Result<Rc<Self>, Box<StdoutReader>> {
-    let Ok(stream) = bun_stream_reader(js, reader.fd()) else {
+    let Some(Ok(stream)) = reader.fd().map(|fd| bun_stream_reader(js, fd)) else {
       return Err(reader);
     };
     let bun = Rc::new(BunReader {
@@ -350,9 +350,9 @@ impl BunReader {
     let Some(reader) = self.parked.borrow_mut().take() else {
       return;
     };
-    match bun_stream_reader(self.js, reader.fd()) {
-      Ok(stream) => self.read_stream(stream, reader),
-      Err(_) => match crate::runtime::handle() {
+    match reader.fd().map(|fd| bun_stream_reader(self.js, fd)) {
+      Some(Ok(stream)) => self.read_stream(stream, reader),
+      _ => match crate::runtime::handle() {
         Some(runtime) => drop(crate::transport::stdio::read_on(&runtime, reader)),
         // Dropped unread: to the supervisor, the end of stdout.
         None => drop(reader),
@@ -368,7 +368,7 @@ impl BunReader {
     if self.closed.get() {
       return;
     }
-    let Some(fd) = self.parked.borrow().as_ref().map(|reader| reader.fd()) else {
+    let Some(fd) = self.parked.borrow().as_ref().and_then(|reader| reader.fd()) else {
       return;
     };
     let Some(runtime) = crate::runtime::handle() else {
@@ -480,7 +480,9 @@ impl Watcher {
     side: &Shared,
     reader: Box<StdoutReader>,
   ) -> Result<Weak<Poll>, Box<StdoutReader>> {
-    let fd = reader.fd();
+    let Some(fd) = reader.fd() else {
+      return Err(reader);
+    };
     let watcher = Rc::new(Watcher {
       poll: RefCell::new(Weak::new()),
       reading: RefCell::new(Some(Reading {

@@ -55,9 +55,7 @@ pub fn uv() -> Option<&'static Uv> {
   static UV: OnceLock<Option<Uv>> = OnceLock::new();
   UV.get_or_init(|| {
     fn find(name: &std::ffi::CStr) -> Option<*mut c_void> {
-      // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up.
-      let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-      (!symbol.is_null()).then_some(symbol)
+      crate::sys::host_symbol::find(name).map(std::ptr::NonNull::as_ptr)
     }
     // SAFETY (each transmute): a non-null symbol of that name is libuv's function of the
     // signature it is given here (libuv's public, stable C API).

@@ -3,6 +3,7 @@
 //! `node scripts/layers.mjs --report` lists where.
 pub mod errno;
 pub mod fs;
+pub mod host_symbol;
 #[cfg(unix)]
 pub mod mapping;
 #[cfg(not(unix))]
@@ -26,8 +27,15 @@ pub mod mapping {
 }
 #[cfg(unix)]
 pub mod pipe;
+#[cfg(windows)]
+#[path = "windows/pipe.rs"]
+pub mod pipe;
 #[cfg(unix)]
 pub mod process;
+#[cfg(windows)]
+#[path = "windows/process.rs"]
+pub mod process;
 pub mod shell;
+pub mod signal;
 #[cfg(target_arch = "x86_64")]
 pub mod simd;

@@ -64,8 +64,8 @@ impl ReadEnd {
   }
 
   /// The descriptor a host's loop watches.
-  pub fn raw(&self) -> RawPipe {
-    self.0.as_raw_fd()
+  pub fn raw(&self) -> Option<RawPipe> {
+    Some(self.0.as_raw_fd())
   }
 
   /// One read of at most `size` bytes onto the end of `buffer`: the bytes read, 0 at end
@@ -76,7 +76,7 @@ impl ReadEnd {
     let size = size.min(spare.len());
     // SAFETY: spare is valid for writes of at least `size` bytes; read(2) writes at most
     // that, into a descriptor this value owns.
-    let n = unsafe { libc::read(self.raw(), spare.as_mut_ptr().cast(), size) };
+    let n = unsafe { libc::read(self.0.as_raw_fd(), spare.as_mut_ptr().cast(), size) };
     if n < 0 {
       return Err(io::Error::last_os_error());
     }

@@ -4,33 +4,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
 use std::time::Duration;
 
-/// What the transports ask of a process or its group, without naming the OS's numbers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-  /// Only asks whether it is still there.
-  Probe,
-  /// Asks it to end (SIGTERM).
-  Terminate,
-  /// Ends it at once (SIGKILL).
-  Kill,
-}
+pub use super::signal::Signal;
 
-impl Signal {
-  const fn number(self) -> i32 {
-    match self {
-      Signal::Probe => 0,
-      Signal::Terminate => libc::SIGTERM,
-      Signal::Kill => libc::SIGKILL,
-    }
-  }
-
-  /// Node's name for it, as `ChildProcess.kill(name)` takes it.
-  pub const fn name(self) -> &'static str {
-    match self {
-      Signal::Probe => "0",
-      Signal::Terminate => "SIGTERM",
-      Signal::Kill => "SIGKILL",
-    }
+const fn number(signal: Signal) -> i32 {
+  match signal {
+    Signal::Probe => 0,
+    Signal::Terminate => libc::SIGTERM,
+    Signal::Kill => libc::SIGKILL,
   }
 }
 
@@ -38,7 +18,7 @@ impl Signal {
 /// Async-signal-safe.
 pub fn signal_group(pgid: i32, signal: Signal) -> bool {
   // SAFETY: kill has no memory-safety preconditions.
-  unsafe { libc::kill(-pgid, signal.number()) == 0 }
+  unsafe { libc::kill(-pgid, number(signal)) == 0 }
 }
 
 /// Whether the signal that just failed found no process left (ESRCH); call it right after.
@@ -49,7 +29,7 @@ pub fn group_gone() -> bool {
 /// Sends `signal` to one process; false if it is gone.
 pub fn signal_process(pid: i32, signal: Signal) -> bool {
   // SAFETY: kill has no memory-safety preconditions.
-  unsafe { libc::kill(pid, signal.number()) == 0 }
+  unsafe { libc::kill(pid, number(signal)) == 0 }
 }
 
 /// Reaps the child `pid` if it has exited, without waiting. Async-signal-safe.
@@ -85,8 +65,9 @@ pub fn die_with_parent(command: &mut tokio::process::Command) {
 pub fn die_with_parent(_command: &mut tokio::process::Command) {}
 
 /// A13: the child leads a session of its own (Node's `detached: true`): its own process
-/// group, which S8 signals as a whole, and no controlling terminal of the host's.
-pub fn own_session(command: &mut tokio::process::Command) {
+/// group, which S8 signals as a whole, and no controlling terminal of the host's. Only
+/// Windows has windows to hide.
+pub fn own_session(command: &mut tokio::process::Command, _hide_window: bool) {
   // SAFETY: setsid is async-signal-safe, as pre_exec requires; the fresh child is never a
   // group leader, so it cannot fail with EPERM.
   unsafe {
@@ -97,6 +78,27 @@ pub fn own_session(command: &mut tokio::process::Command) {
       Ok(())
     });
   }
+}
+
+/// The spawned child's group is the one it leads (`own_session`): nothing to do here.
+pub fn enter_group(_child: &tokio::process::Child) -> std::io::Result<()> {
+  Ok(())
+}
+
+/// The group is no longer watched; a process group needs no handle to be let go of.
+pub fn leave_group(_pgid: i32) {}
+
+/// Whether the host has a console its children could share: a terminal on a std stream.
+pub fn host_has_console() -> bool {
+  use std::io::IsTerminal;
+  std::io::stdin().is_terminal()
+    || std::io::stdout().is_terminal()
+    || std::io::stderr().is_terminal()
+}
+
+/// An argument passed as it is: Unix has no command line to quote.
+pub fn verbatim_arg(command: &mut tokio::process::Command, arg: &str) {
+  command.arg(arg);
 }
 
 /// What the exit hooks run: a plain `fn`, stored as an address so a handler can read it.

@@ -15,6 +15,7 @@ pub mod stdio;
 pub mod termination;
 #[cfg(test)]
 pub(crate) mod test_http;
+pub mod win32_path;
 
 use std::sync::Arc;
 

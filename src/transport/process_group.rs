@@ -30,6 +30,7 @@ pub fn register(pgid: i32) {
 }
 
 pub fn unregister(pgid: i32) {
+  process::leave_group(pgid);
   for slot in GROUPS.iter() {
     if slot
       .compare_exchange(pgid, 0, Ordering::AcqRel, Ordering::Acquire)

@@ -3,7 +3,7 @@
 //! shims run through `node` directly, and whatever is left goes through `cmd.exe` with a
 //! line quoted so that cmd passes every argument through unchanged.
 //!
-//! Paths follow the host's `node:path` (posix here: the addon builds for unix hosts), as
+//! Paths follow the host's `node:path` (`path.win32` on Windows, else `path.posix`), as
 //! the agent's do, so every Windows branch runs, and is tested, on any host. The file
 //! system is reached only through `Files`.
 
@@ -401,9 +401,67 @@ fn quote_body(text: &str) -> String {
   out
 }
 
-/// Node's `path.posix`, the host's `node:path`, for the functions the rules use. Only `/`
-/// and `.` matter to it, so byte indices are safe on UTF-8.
+/// The host's `node:path`: `path.win32` where the host is Windows, else `path.posix`.
 mod host_path {
+  use super::posix_path;
+  use crate::transport::win32_path;
+
+  fn win32() -> bool {
+    crate::transport::spawn_request::build_platform() == "win32"
+  }
+
+  pub fn is_absolute(path: &str) -> bool {
+    if win32() {
+      win32_path::is_absolute(path)
+    } else {
+      posix_path::is_absolute(path)
+    }
+  }
+
+  pub fn join(parts: &[&str]) -> String {
+    if win32() {
+      win32_path::join(parts)
+    } else {
+      posix_path::join(parts)
+    }
+  }
+
+  pub fn resolve(parts: &[&str], process_cwd: &str) -> String {
+    if win32() {
+      win32_path::resolve(parts, process_cwd)
+    } else {
+      posix_path::resolve(parts, process_cwd)
+    }
+  }
+
+  pub fn dirname(path: &str) -> String {
+    if win32() {
+      win32_path::dirname(path)
+    } else {
+      posix_path::dirname(path)
+    }
+  }
+
+  pub fn basename(path: &str) -> String {
+    if win32() {
+      win32_path::basename(path)
+    } else {
+      posix_path::basename(path)
+    }
+  }
+
+  pub fn extname(path: &str) -> &str {
+    if win32() {
+      win32_path::extname(path)
+    } else {
+      posix_path::extname(path)
+    }
+  }
+}
+
+/// Node's `path.posix`, for the functions the rules use. Only `/`
+/// and `.` matter to it, so byte indices are safe on UTF-8.
+mod posix_path {
   pub fn is_absolute(path: &str) -> bool {
     path.starts_with('/')
   }

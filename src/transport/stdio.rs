@@ -22,6 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::pipe_writer::PipeWriter;
 use super::process_group::{self, AFTER_KILL, KILL_GRACE};
+use super::spawn_command::{plain_command, Environment, HostFiles, SpawnCommand, WindowsRequest};
+use super::spawn_request::build_platform;
 use super::stderr_tail::{StderrTail, Utf8Chunks};
 use crate::error::{errno_name, CoreError};
 use crate::protocol::framing::{Frame, LineFramer};
@@ -115,8 +117,8 @@ struct StdoutFrames {
 }
 
 impl StdoutReader {
-  /// The non-blocking descriptor to watch for readability.
-  pub fn fd(&self) -> RawPipe {
+  /// The non-blocking descriptor to watch for readability, where the OS has one.
+  pub fn fd(&self) -> Option<RawPipe> {
     self.stdout.raw()
   }
 
@@ -281,14 +283,27 @@ impl StdioTransport {
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
     process_group::install_exit_hooks();
-    let mut command = Command::new(&config.command);
+    let launch = launch_command(&config)?;
+    let Some((program, args)) = launch.cmd.split_first() else {
+      return Err(spawn_error(
+        &config.command,
+        &io::Error::other("no command"),
+      ));
+    };
+    let mut command = Command::new(program);
+    for arg in args {
+      if launch.windows_verbatim_arguments {
+        crate::sys::process::verbatim_arg(&mut command, arg);
+      } else {
+        command.arg(arg);
+      }
+    }
     command
-      .args(&config.args)
       .stdin(Stdio::piped())
       .stdout(Stdio::piped())
       .stderr(Stdio::piped())
       .kill_on_drop(false);
-    crate::sys::process::own_session(&mut command);
+    crate::sys::process::own_session(&mut command, launch.windows_hide.unwrap_or(false));
     if let Some(env) = &config.env {
       command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     }
@@ -301,6 +316,8 @@ impl StdioTransport {
       .map_err(|e| spawn_error(&config.command, &e))?;
     let pid = child.id().unwrap_or_default();
     let pgid = pid as i32;
+    // A server that cannot be put in a group of its own is still stopped by close().
+    let _ = crate::sys::process::enter_group(&child);
     process_group::register(pgid);
     let (Some(stdin), Some(stdout), Some(stderr)) =
       (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -402,6 +419,39 @@ impl Drop for StdioTransport {
   fn drop(&mut self) {
     self.close();
   }
+}
+
+/// A13: the argv A11/A12 decide for the platform this runs on: on Windows a PATH/PATHEXT
+/// walk, npm shims run by node, and cmd.exe for the other batch files; elsewhere the
+/// command and its arguments as they are.
+fn launch_command(config: &StdioConfig) -> Result<SpawnCommand, CoreError> {
+  if build_platform() != "win32" {
+    return Ok(plain_command(&config.command, &config.args, true));
+  }
+  let text = |value: &std::ffi::OsStr| value.to_string_lossy().into_owned();
+  let vars: Vec<(String, Option<String>)> = match &config.env {
+    Some(env) => env.iter().map(|(k, v)| (text(k), Some(text(v)))).collect(),
+    None => std::env::vars_os()
+      .map(|(k, v)| (text(&k), Some(text(&v))))
+      .collect(),
+  };
+  let process_cwd = std::env::current_dir()
+    .map(|dir| text(dir.as_os_str()))
+    .unwrap_or_default();
+  let request = WindowsRequest {
+    command: config.command.clone(),
+    args: config.args.clone(),
+    cwd: config
+      .cwd
+      .as_ref()
+      .map_or_else(|| process_cwd.clone(), |dir| text(dir.as_os_str())),
+    env: Environment::new(vars),
+    host_has_inheritable_console: crate::sys::process::host_has_console(),
+    process_cwd,
+  };
+  request
+    .resolve(&HostFiles)
+    .map_err(|error| CoreError::CommandLine(error.to_string()))
 }
 
 fn spawn_error(command: &str, error: &io::Error) -> CoreError {
