@@ -39,3 +39,13 @@ pub mod shell;
 pub mod signal;
 #[cfg(target_arch = "x86_64")]
 pub mod simd;
+
+/// `process.platform`'s name for the platform this was built for, when the runtime does
+/// not say.
+pub fn build_platform() -> &'static str {
+  match std::env::consts::OS {
+    "macos" => "darwin",
+    "windows" => "win32",
+    other => other,
+  }
+}

@@ -407,7 +407,7 @@ mod host_path {
   use crate::transport::win32_path;
 
   fn win32() -> bool {
-    crate::transport::spawn_request::build_platform() == "win32"
+    crate::sys::build_platform() == "win32"
   }
 
   pub fn is_absolute(path: &str) -> bool {

@@ -24,15 +24,7 @@ pub fn is_record<H: Values>(h: &H, value: &H::Value) -> bool {
   h.is_object(value) && h.items(value).is_none()
 }
 
-/// `process.platform`'s name for the platform this was built for, when the runtime does
-/// not say.
-pub fn build_platform() -> &'static str {
-  match std::env::consts::OS {
-    "macos" => "darwin",
-    "windows" => "win32",
-    other => other,
-  }
-}
+pub use crate::sys::build_platform;
 
 /// A platform (`what` names the field or argument): a string, or nullish for the host's.
 pub fn platform<H: Values>(

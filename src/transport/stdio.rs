@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 use super::pipe_writer::PipeWriter;
 use super::process_group::{self, AFTER_KILL, KILL_GRACE};
 use super::spawn_command::{plain_command, Environment, HostFiles, SpawnCommand, WindowsRequest};
-use super::spawn_request::build_platform;
 use super::stderr_tail::{StderrTail, Utf8Chunks};
 use crate::error::{errno_name, CoreError};
 use crate::protocol::framing::{Frame, LineFramer};
@@ -425,7 +424,7 @@ impl Drop for StdioTransport {
 /// walk, npm shims run by node, and cmd.exe for the other batch files; elsewhere the
 /// command and its arguments as they are.
 fn launch_command(config: &StdioConfig) -> Result<SpawnCommand, CoreError> {
-  if build_platform() != "win32" {
+  if crate::sys::build_platform() != "win32" {
     return Ok(plain_command(&config.command, &config.args, true));
   }
   let text = |value: &std::ffi::OsStr| value.to_string_lossy().into_owned();
