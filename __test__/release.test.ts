@@ -45,8 +45,13 @@ describe("release scripts", () => {
     expect(tested).toEqual(Object.entries(TARGETS).filter(([, t]: any) => t.test).map(([triple]) => triple).sort());
     // A musl target runs where its libc is: the row names the container, the job uses it.
     for (const row of workflow.jobs.test.strategy.matrix.include) {
-      expect(row.container).toBe((TARGETS as any)[row.target].container);
+      const target = (TARGETS as any)[row.target];
+      expect(row.container).toBe(target.container);
+      expect(row.runner).toBe(target.testRunner ?? target.runner);
     }
+    // The Windows test set runs on real Windows, where Wine's stand-ins do not.
+    const windowsSteps = workflow.jobs.test.steps.filter((step: any) => step.if === "runner.os == 'Windows'");
+    expect(windowsSteps.map((step: any) => step.run)).toEqual(["node --test __test__/windows/windows.test.mjs"]);
     expect(workflow.jobs.test.container).toBe("${{ matrix.container }}");
     expect(workflow.jobs.publish.permissions["id-token"]).toBe("write");
   });

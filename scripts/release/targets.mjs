@@ -9,7 +9,8 @@ export const TARGETS = {
   "x86_64-apple-darwin": { platform: "darwin-x64", runner: "macos-13", cross: [], test: true },
   "aarch64-apple-darwin": { platform: "darwin-arm64", runner: "macos-latest", cross: [], test: true },
   "x86_64-pc-windows-msvc": { platform: "win32-x64-msvc", runner: "windows-latest", cross: [], test: true },
-  "aarch64-pc-windows-msvc": { platform: "win32-arm64-msvc", runner: "windows-latest", cross: [], test: false },
+  // Built on x64, tested on an Arm runner.
+  "aarch64-pc-windows-msvc": { platform: "win32-arm64-msvc", runner: "windows-latest", cross: [], test: true, testRunner: "windows-11-arm" },
 };
 
 /** `napi build` for one target, as the workflow runs it (argv without the napi binary). */

@@ -1,0 +1,25 @@
+#!/bin/sh
+# `npm run test:windows`: the addon built for x86_64-pc-windows-gnu (Debian's rustc, std
+# built from source) and the Windows test set run by a Windows node.exe under Wine, then
+# `cargo check` of the crate for both Apple targets. The toolchains are set up on first use
+# by scripts/cross/ (apt, npm; idempotent). Wine is not Windows: README's Install section
+# says what only the release workflow's Windows runners show.
+set -eu
+cd "$(dirname "$0")/.."
+cross="${NAPI_CROSS_HOME:-$HOME/.cache/napi-cross}"
+step() { printf '==> %s (%ss)\n' "$1" "$(( $(date +%s) - started ))"; }
+started=$(date +%s)
+
+[ -x "$cross/bin/cargo-win" ] && [ -x "$cross/bin/node-win" ] || NO_SELFTEST=1 bash scripts/cross/setup-windows-gnu.sh
+step "Windows toolchain ready"
+# The bench server is Unix-only on purpose (it measures Unix pipes): the crate alone.
+"$cross/bin/cargo-win" build --lib
+cp target/xwin/x86_64-pc-windows-gnu/debug/mcp_native.dll mcp-native.win32-x64-msvc.node
+step "addon built for x86_64-pc-windows-gnu"
+"$cross/bin/node-win" --test __test__/windows/windows.test.mjs
+step "Windows test set passed under Wine"
+
+[ -x "$cross/bin/cargo-mac" ] || NO_SELFTEST=1 bash scripts/cross/setup-macos-check.sh
+step "macOS toolchain ready"
+CARGO_TARGET_DIR=target/xmac "$cross/bin/cargo-mac" check --workspace --all-targets
+step "cargo check for aarch64-apple-darwin and x86_64-apple-darwin passed"
