@@ -5,6 +5,8 @@
 # by scripts/cross/ (apt, npm; idempotent). Wine is not Windows: README's Install section
 # says what only the release workflow's Windows runners show.
 set -eu
+# pipefail: a failed cargo must fail the step, not the `tee` after it.
+set -o pipefail 2>/dev/null || true
 cd "$(dirname "$0")/.."
 cross="${NAPI_CROSS_HOME:-$HOME/.cache/napi-cross}"
 step() { printf '==> %s (%ss)\n' "$1" "$(( $(date +%s) - started ))"; }
@@ -13,7 +15,10 @@ started=$(date +%s)
 [ -x "$cross/bin/cargo-win" ] && [ -x "$cross/bin/node-win" ] || NO_SELFTEST=1 bash scripts/cross/setup-windows-gnu.sh
 step "Windows toolchain ready"
 # The bench server is Unix-only on purpose (it measures Unix pipes): the crate alone.
-"$cross/bin/cargo-win" build --lib
+# Warnings fail the build here as clippy's -D warnings does on Linux (std's own are not ours).
+no_warnings() { if grep -E '^(warning|error)' "$1"; then exit 1; fi; }
+"$cross/bin/cargo-win" build --lib 2>&1 | tee target/xwin-build.log
+no_warnings target/xwin-build.log
 cp target/xwin/x86_64-pc-windows-gnu/debug/mcp_native.dll mcp-native.win32-x64-msvc.node
 step "addon built for x86_64-pc-windows-gnu"
 "$cross/bin/node-win" --test __test__/windows/windows.test.mjs
@@ -21,5 +26,6 @@ step "Windows test set passed under Wine"
 
 [ -x "$cross/bin/cargo-mac" ] || NO_SELFTEST=1 bash scripts/cross/setup-macos-check.sh
 step "macOS toolchain ready"
-CARGO_TARGET_DIR=target/xmac "$cross/bin/cargo-mac" check --workspace --all-targets
+CARGO_TARGET_DIR=target/xmac "$cross/bin/cargo-mac" check --workspace --all-targets 2>&1 | tee target/xmac-check.log
+no_warnings target/xmac-check.log
 step "cargo check for aarch64-apple-darwin and x86_64-apple-darwin passed"

@@ -191,3 +191,72 @@ pub fn on_exit(hook: fn()) {
     }
   }
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  /// Spawns `sleep 5` as a stdio server is spawned, from a thread that then ends.
+  fn spawn_from_ending_thread() -> i32 {
+    let spawned = std::thread::spawn(|| {
+      let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+      runtime.block_on(async {
+        let mut command = tokio::process::Command::new("sleep");
+        command.arg("5");
+        own_session(&mut command, false);
+        die_with_parent(&mut command);
+        let child = command.spawn().expect("sleep spawns");
+        child.id().expect("a pid") as i32
+      })
+    });
+    spawned.join().expect("the spawning thread")
+  }
+
+  fn alive_after(pid: i32, wait: Duration) -> bool {
+    let deadline = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < deadline {
+      reap_if_exited(pid);
+      if !signal_process(pid, Signal::Probe) {
+        return false;
+      }
+      std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+  }
+
+  /// A13/S6: on every Unix, macOS included, a server leads a process group of its own (the
+  /// agent's macOS spawn is not detached and signals only the child; we signal the group,
+  /// so what an `npx` wrapper started stops too).
+  #[test]
+  fn a13_a_server_leads_its_own_group() {
+    let pid = spawn_from_ending_thread();
+    assert!(
+      signal_group(pid, Signal::Probe),
+      "the group named by the pid exists"
+    );
+    signal_group(pid, Signal::Kill);
+    assert!(!alive_after(pid, Duration::from_secs(2)));
+  }
+
+  /// S8: on Linux the parent-death signal ends a server whose spawning thread is gone.
+  #[cfg(target_os = "linux")]
+  #[test]
+  fn s8_linux_a_server_ends_with_the_thread_that_spawned_it() {
+    let pid = spawn_from_ending_thread();
+    assert!(!alive_after(pid, Duration::from_secs(2)));
+  }
+
+  /// S8 on macOS: there is no parent-death signal, so a server outlives the thread that
+  /// spawned it; the exit hooks (`on_exit`) are what stop it when the host ends.
+  #[cfg(target_os = "macos")]
+  #[test]
+  fn s8_macos_a_server_outlives_the_thread_that_spawned_it() {
+    let pid = spawn_from_ending_thread();
+    assert!(alive_after(pid, Duration::from_millis(300)));
+    signal_group(pid, Signal::Kill);
+    assert!(!alive_after(pid, Duration::from_secs(2)));
+  }
+}
