@@ -994,6 +994,14 @@ export declare class HttpTransport {
    * when there is nothing to open); never rejects. Start it without awaiting.
    */
   startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
+  /**
+   * O6/A10: asked on a 401/403 (HTTP: to a request, notification or resume GET when
+   * there is no `config.oauth`; legacy SSE: to a POST): headers that replace
+   * `config.headers` for one retry (and all later traffic), or `null` to give up with
+   * the original error.
+   */
+  get onAuthError(): (() => Promise<Record<string, string> | null>) | undefined
+  set onAuthError(callback: (() => Promise<Record<string, string> | null>) | undefined)
   constructor(config: MCPHttpServerConfig | MCPSseServerConfig)
   /** The server URL. */
   get url(): string
@@ -1001,13 +1009,6 @@ export declare class HttpTransport {
   get sessionId(): string | null
   /** Marks the transport connected (H1). A second call is a no-op. */
   connect(): Promise<void>
-  /**
-   * O6/A10: asked on a 401/403 to a request, notification or resume GET when there is no
-   * `config.oauth`: headers that replace `config.headers` for one retry, or `null` to give
-   * up with the original error.
-   */
-  get onAuthError(): (() => Promise<Record<string, string> | null>) | undefined
-  set onAuthError(callback: (() => Promise<Record<string, string> | null>) | undefined)
   /**
    * O1: completes the two-step flow of `config.authProvider`: after a request rejected
    * with `UnauthorizedError` and the user agent came back, `callbackUrl` (or just the
@@ -1055,6 +1056,14 @@ export declare class LegacySseTransport {
    * when there is nothing to open); never rejects. Start it without awaiting.
    */
   startSSEListener(filter?: MCPSubscriptionFilter): Promise<void>
+  /**
+   * O6/A10: asked on a 401/403 (HTTP: to a request, notification or resume GET when
+   * there is no `config.oauth`; legacy SSE: to a POST): headers that replace
+   * `config.headers` for one retry (and all later traffic), or `null` to give up with
+   * the original error.
+   */
+  get onAuthError(): (() => Promise<Record<string, string> | null>) | undefined
+  set onAuthError(callback: (() => Promise<Record<string, string> | null>) | undefined)
   constructor(config: MCPSseServerConfig)
   /** The server URL (the event stream's). */
   get url(): string
@@ -1065,13 +1074,6 @@ export declare class LegacySseTransport {
    * no-op; while connecting it gets the same promise.
    */
   connect(): Promise<void>
-  /**
-   * A10: asked on a 401/403 to a POST: headers that replace `config.headers` for one
-   * retry of that POST (and all later traffic), or `null` to give up with the original
-   * error.
-   */
-  get onAuthError(): (() => Promise<Record<string, string> | null>) | undefined
-  set onAuthError(callback: (() => Promise<Record<string, string> | null>) | undefined)
 }
 export type JsLegacySseTransport = LegacySseTransport
 

@@ -88,7 +88,7 @@ pub fn stdio_config<H: Values>(
   let mut env = environment;
   for (key, value) in string_record(host, config, "env")? {
     let key = OsString::from(key);
-    env.retain(|(k, _)| *k != key);
+    env.retain(|(k, _)| !crate::sys::same_env_name(k, &key));
     env.push((key, OsString::from(value)));
   }
   let cwd = match field(host, config, "cwd")? {

@@ -137,6 +137,8 @@ impl V {
         "name" => V::Str("Error".into()),
         _ => V::Undefined,
       },
+      // What makes a value an AbortSignal to the argument checks (T8).
+      V::Signal(_) if name == "addEventListener" => V::Function,
       _ => V::Undefined,
     }
   }
@@ -391,6 +393,8 @@ impl Reply {
 #[derive(Clone, Debug)]
 pub struct Script {
   pub create: Reply,
+  /// A25: how creating the legacy HTTP+SSE transport ends (recorded as `legacy:<key>`).
+  pub legacy_create: Reply,
   pub initialize: Reply,
   pub initialized: Reply,
   /// `tools/list` pages by the cursor asked for (`None`: the first page).
@@ -419,6 +423,7 @@ impl Script {
   pub fn new(server: &str) -> Self {
     Script {
       create: Reply::ok(Json::Null),
+      legacy_create: Reply::ok(Json::Null),
       initialize: Reply::ok(initialize_result(server)),
       initialized: Reply::ok(Json::Null),
       pages: vec![(None, Reply::ok(json!({ "tools": [] })))],
@@ -759,6 +764,10 @@ impl Values for FakeHost {
     V::Str(text.into())
   }
 
+  fn number(&self, value: f64) -> V {
+    V::Number(value)
+  }
+
   fn json(&self, text: &str) -> Result<V, V> {
     serde_json::from_str::<Json>(text)
       .map(|json| V::from_json(&json))
@@ -771,6 +780,11 @@ impl Values for FakeHost {
 
   fn array(&self, items: Vec<V>) -> Result<V, V> {
     Ok(V::array(items))
+  }
+
+  /// A `Map` is a plain object here: what the flows ask of one is its entries.
+  fn map(&self, entries: Vec<(String, V)>) -> Result<V, V> {
+    Ok(V::Object(Rc::new(RefCell::new(entries))))
   }
 
   fn shallow_copy(&self, object: &V) -> Result<V, V> {
@@ -825,6 +839,10 @@ impl Values for FakeHost {
 
   fn is_function(&self, value: &V) -> bool {
     matches!(value, V::Function | V::Callable(_))
+  }
+
+  fn is_error(&self, value: &V) -> bool {
+    matches!(value, V::Error(_))
   }
 
   fn as_string(&self, value: &V) -> Option<String> {
@@ -891,9 +909,18 @@ impl Clock for FakeHost {
 
 impl Transports for FakeHost {
   fn create_transport(&self, config: &V) -> Pending<V> {
+    self.create_transport_as(config, false)
+  }
+
+  fn create_transport_as(&self, config: &V, legacy_sse: bool) -> Pending<V> {
     let key = config_key(config);
-    self.record().creates.push(key.clone());
-    let creating = self.script_of(&key).create.run();
+    let script = self.script_of(&key);
+    let (recorded, creating) = if legacy_sse {
+      (format!("legacy:{key}"), script.legacy_create.run())
+    } else {
+      (key.clone(), script.create.run())
+    };
+    self.record().creates.push(recorded);
     let host = self.clone();
     Box::pin(async move {
       creating.await?;

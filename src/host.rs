@@ -19,11 +19,14 @@ pub trait Values: Clone + 'static {
 
   fn undefined(&self) -> Self::Value;
   fn string(&self, text: &str) -> Self::Value;
+  fn number(&self, value: f64) -> Self::Value;
   /// A value parsed from JSON text.
   fn json(&self, text: &str) -> Result<Self::Value, Self::Value>;
   /// A plain object with these fields, in this order.
   fn object(&self, fields: Vec<(&str, Self::Value)>) -> Result<Self::Value, Self::Value>;
   fn array(&self, items: Vec<Self::Value>) -> Result<Self::Value, Self::Value>;
+  /// A `Map` of these entries, in order.
+  fn map(&self, entries: Vec<(String, Self::Value)>) -> Result<Self::Value, Self::Value>;
   /// A new plain object with the own fields of `object` (`Object.assign({}, object)`).
   fn shallow_copy(&self, object: &Self::Value) -> Result<Self::Value, Self::Value>;
   /// `value[name]`; `undefined` when `value` is neither an object nor a function.
@@ -41,6 +44,8 @@ pub trait Values: Clone + 'static {
   fn is_object(&self, value: &Self::Value) -> bool;
   fn truthy(&self, value: &Self::Value) -> bool;
   fn is_function(&self, value: &Self::Value) -> bool;
+  /// An `Error` (or an object that looks like one: `name` and `message` strings).
+  fn is_error(&self, value: &Self::Value) -> bool;
   fn as_string(&self, value: &Self::Value) -> Option<String>;
   fn as_number(&self, value: &Self::Value) -> Option<f64>;
   /// `JSON.stringify(value)`: `None` when it has no JSON form; `Err` with what it threw.

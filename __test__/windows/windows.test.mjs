@@ -204,6 +204,21 @@ describe("manager and CLI", () => {
     }
   });
 
+  it("M3: a !command value runs through cmd.exe and its output reaches the server", async () => {
+    const manager = new native.MCPManager(process.cwd());
+    try {
+      const config = { command: node, args: [fixtureServer], env: { GREETING: "!echo from cmd" } };
+      const loaded = await manager.connectServers({ env: config });
+      assert.deepEqual([...loaded.errors.keys()], []);
+      await manager.waitForConnection("env");
+      const connection = manager.getConnection("env");
+      const answer = JSON.parse(textOf(await native.callTool(connection, "env", { name: "GREETING" })));
+      assert.equal(answer.value, "from cmd");
+    } finally {
+      await manager.disconnectAll();
+    }
+  });
+
   it("the CLI inspects the example server and calls a tool", async () => {
     const run = promisify(execFile);
     const inspected = await run(node, [cli, "inspect"], { timeout: 60_000 });

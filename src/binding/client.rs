@@ -8,7 +8,7 @@ use super::args;
 use super::executor;
 use super::host::{call_method, JsHost};
 use super::http::create_http_transport;
-use super::http::{has_oauth, with_oauth_option};
+use super::http::with_oauth_option;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::js_error::finish;
@@ -22,11 +22,10 @@ fn reject_type_error(js: Js, message: &str) -> Result<Value, Thrown> {
   js.rejected(js_error::type_error(js, message))
 }
 
-/// §5/A25: the transport for a config: stdio when `type` is omitted or "stdio", HTTP for
-/// "http" and "sse" (which detects the legacy protocol itself, H11), else
-/// `Error("Unknown server type: <type>")`. With `legacy_sse` (v18's `connectToServer`), "sse"
-/// opens the legacy transport, falling back to Streamable HTTP; not for a config with our own
-/// `oauth`, whose flow runs on the HTTP transport.
+/// §5: the transport for a config: stdio when `type` is omitted or "stdio", HTTP for "http"
+/// and "sse" (which detects the legacy protocol itself, H11), else
+/// `Error("Unknown server type: <type>")`. `legacy_sse` opens the legacy transport for an
+/// "sse" config instead (A25: the core's connect decides when, and falls back).
 pub(crate) fn create_transport_value(
   js: Js,
   config: Value,
@@ -47,10 +46,8 @@ pub(crate) fn create_transport_value(
   let env = Env::from_raw(js.env);
   let created = match transport_kind(kind_text.as_deref()) {
     Ok(TransportKind::Stdio) => create_stdio_transport(env, JsArg(config)),
-    Ok(TransportKind::Http)
-      if legacy_sse && kind_text.as_deref() == Some("sse") && !has_oauth(js, config) =>
-    {
-      return sse_with_fallback(env, js, config);
+    Ok(TransportKind::Http) if legacy_sse => {
+      super::legacy_sse::create_sse_transport(env, JsArg(config))
     }
     Ok(TransportKind::Http) => create_http_transport(env, JsArg(config), None),
     Err(message) => return js.rejected(js.error(ErrorKind::Error, &message)),
@@ -60,44 +57,6 @@ pub(crate) fn create_transport_value(
       js.take_exception()
         .unwrap_or_else(|| js.error(ErrorKind::Error, &error.reason)),
     )
-  })
-}
-
-/// A25: `createSseTransport(config)`; a GET answered 400/404/405/406, or not with an event
-/// stream, means a Streamable HTTP server: the HTTP transport is tried once instead.
-fn sse_with_fallback(env: Env, js: Js, config: Value) -> Result<Value, Thrown> {
-  let raise = move |error: napi::Error| {
-    Thrown(
-      js.take_exception()
-        .unwrap_or_else(|| js.error(ErrorKind::Error, &error.reason)),
-    )
-  };
-  let legacy = super::legacy_sse::create_sse_transport(env, JsArg(config)).map_err(raise)?;
-  let legacy = super::executor::settled(js, legacy.0);
-  let config = Held::new(js, config);
-  super::executor::promise(js, async move {
-    let failure = match legacy.await {
-      Ok(transport) => return Ok(transport),
-      Err(failure) => failure,
-    };
-    let status = js
-      .get(failure.get(js), "status")
-      .ok()
-      .and_then(|s| js.number_value(s))
-      .map(|s| s as u16);
-    let message = js
-      .get(failure.get(js), "message")
-      .ok()
-      .and_then(|m| js.rust_string(m))
-      .unwrap_or_default();
-    if !crate::transport::legacy_sse::falls_back_to_streamable_http(status, &message) {
-      return Err(failure);
-    }
-    let created = match create_http_transport(env, JsArg(config.get(js)), None) {
-      Ok(created) => created.0,
-      Err(error) => return Err(Held::new(js, raise(error).0)),
-    };
-    super::executor::settled(js, created).await
   })
 }
 

@@ -91,6 +91,10 @@ impl<T: OnJs> Values for T {
     self.on().hold(self.on().js.string(text))
   }
 
+  fn number(&self, value: f64) -> Held {
+    self.on().hold(self.on().js.number(value))
+  }
+
   fn json(&self, text: &str) -> Result<Held, Held> {
     self.on().held(self.on().js.json_parse(text))
   }
@@ -114,6 +118,19 @@ impl<T: OnJs> Values for T {
         .map_err(|Thrown(e)| self.on().hold(e))?;
     }
     Ok(self.on().hold(array))
+  }
+
+  fn map(&self, entries: Vec<(String, Held)>) -> Result<Held, Held> {
+    let js = self.on().js;
+    let built = (|| {
+      let map = js.construct(js.get(js.global(), "Map")?, &[])?;
+      let set = js.get(map, "set")?;
+      for (key, value) in &entries {
+        js.call(set, map, &[js.string(key), value.get(js)])?;
+      }
+      Ok(map)
+    })();
+    self.on().held(built)
   }
 
   fn shallow_copy(&self, object: &Held) -> Result<Held, Held> {
@@ -162,6 +179,10 @@ impl<T: OnJs> Values for T {
 
   fn is_function(&self, value: &Held) -> bool {
     self.on().js.is_function(value.get(self.on().js))
+  }
+
+  fn is_error(&self, value: &Held) -> bool {
+    self.on().js.is_error(value.get(self.on().js))
   }
 
   fn as_string(&self, value: &Held) -> Option<String> {

@@ -8,7 +8,7 @@ use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::{self, thrown};
 use super::js_side::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, create_connected, runtime_handle, transport_class, StartableClass,
+  attach, auth_error_accessors, create_connected, runtime_handle, transport_class, StartableClass,
 };
 use crate::host::Values;
 use crate::transport::http::{HttpConfig, HttpTransport};
@@ -23,6 +23,7 @@ pub struct JsHttpTransport {
 }
 
 transport_class!(JsHttpTransport);
+auth_error_accessors!(JsHttpTransport);
 
 impl StartableClass for JsHttpTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
@@ -102,33 +103,6 @@ impl JsHttpTransport {
       Err(error) => js.rejected(error),
     };
     result.map(JsRaw).map_err(|t| thrown(js, t))
-  }
-
-  /// O6/A10: asked on a 401/403 to a request, notification or resume GET when there is no
-  /// `config.oauth`: headers that replace `config.headers` for one retry, or `null` to give
-  /// up with the original error.
-  #[napi(
-    getter,
-    js_name = "onAuthError",
-    ts_return_type = "(() => Promise<Record<string, string> | null>) | undefined"
-  )]
-  pub fn get_on_auth_error(&self) -> JsRaw {
-    super::transport_class::callback_value(&self.side, CallbackSlot::AuthError)
-  }
-
-  #[napi(
-    setter,
-    js_name = "onAuthError",
-    ts_args_type = "callback: (() => Promise<Record<string, string> | null>) | undefined"
-  )]
-  pub fn set_on_auth_error(&mut self, env: Env, callback: JsArg) {
-    let js = Js::new(env.raw());
-    let present = js.is_function(callback.0);
-    self.set_slot(CallbackSlot::AuthError, callback);
-    self
-      .config
-      .auth_error_hook
-      .store(present, std::sync::atomic::Ordering::Release);
   }
 
   /// O1: completes the two-step flow of `config.authProvider`: after a request rejected

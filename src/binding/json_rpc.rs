@@ -4,13 +4,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use napi::Env;
 use napi_derive::napi;
 
-use super::args::{self, ParamsError};
 use super::executor;
 use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::js_error::{finish, thrown};
-use crate::client::call_mcp::{bounded, envelope};
+use crate::client::call_mcp;
 use crate::host::Values;
 use crate::protocol::{message, parse_sse};
 use crate::transport::one_shot;
@@ -38,19 +37,6 @@ pub fn parse_sse(env: Env, text: JsArg) -> napi::Result<JsRaw> {
   Ok(JsRaw(parse_sse_value(js, &text)))
 }
 
-/// W9: failures are also reported to `options.logger.error`, when given.
-fn log_failure(js: Js, logger: Value, message: &str, url: &str, method: &str) {
-  let Some(error) = js.get(logger, "error").ok().filter(|f| js.is_function(*f)) else {
-    return;
-  };
-  let url = crate::redaction::redact_url_for_log(url);
-  let message = &crate::redaction::redact_secrets(message);
-  let context = js
-    .json_parse(&serde_json::json!({ "url": url, "method": method, "error": message }).to_string());
-  let context = context.unwrap_or_else(|_| js.undefined());
-  let _ = js.call(error, logger, &[js.string(message), context]);
-}
-
 /// J2: one JSON-RPC request by POST (no session); resolves with the whole envelope
 /// `{jsonrpc, id, result?, error?}`. A6: `options.signal` aborts it; without one it gives up
 /// after 60 s (an Error named `TimeoutError`).
@@ -69,54 +55,35 @@ pub fn call_mcp(
 ) -> napi::Result<JsRaw> {
   static NEXT_ID: AtomicU64 = AtomicU64::new(1);
   let js = Js::new(env.raw());
-  let invalid = |message: String| {
-    js.rejected(js_error::type_error(js, &message))
-      .map(JsRaw)
-      .map_err(|t| thrown(js, t))
-  };
-  let Some(url_text) = js.rust_string(url.0) else {
-    return invalid("The \"url\" argument must be a string".to_string());
-  };
-  let Ok(parsed_url) = reqwest::Url::parse(&url_text) else {
-    return invalid(format!(
-      "The \"url\" argument must be a valid URL, got {url_text:?}"
-    ));
-  };
-  let method = match args::method(js, method.0) {
-    Ok(m) => m,
-    Err(message) => return invalid(message),
-  };
-  let params = match args::params(js, params.map(|p| p.0)) {
-    Ok(p) => p,
-    Err(ParamsError::Type(message)) => return invalid(message),
-    Err(ParamsError::Thrown(e)) => return js.rejected(e).map(JsRaw).map_err(|t| thrown(js, t)),
-  };
-  let signal = match args::signal(js, options.map(|o| o.0)) {
-    Ok(signal) => signal,
-    Err(message) => return invalid(message),
-  };
-  let logger = options
-    .map(|o| o.0)
-    .filter(|o| js.type_of(*o) == napi::sys::ValueType::napi_object)
-    .and_then(|o| js.get(o, "logger").ok())
-    .filter(|l| js.type_of(*l) == napi::sys::ValueType::napi_object);
-  let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-  let frame = message::request_frame(id, &method, params.as_deref());
   let host = JsHost::new(js);
-  let logger = logger.map(|l| host.hold(l));
-  let signal = signal.map(|s| host.hold(s));
-  let answering = executor::on_runtime(js, one_shot::post(parsed_url, frame));
+  let held = |value: Option<JsArg>| value.map(|v| host.hold(v.0));
+  let (params, options) = (held(params), held(options));
+  let args = call_mcp::read_args(
+    &host,
+    &host.hold(url.0),
+    &host.hold(method.0),
+    params.as_ref(),
+    options.as_ref(),
+  );
+  let args = match args {
+    Ok(args) => args,
+    Err(error) => return finish(js, js.rejected(error.get(js))),
+  };
+  let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+  let frame = message::request_frame(id, &args.method, args.params.as_deref());
+  let answering = executor::on_runtime(js, one_shot::post(args.url.clone(), frame));
   let calling = async move {
     let answered = async {
       match answering.await {
         None => Err(host.error("The async runtime could not start")),
         Some(Err(error)) => Err(host.hold(js_error::to_js(js, &error))),
-        Some(Ok(answer)) => envelope(&host, &answer),
+        Some(Ok(answer)) => call_mcp::envelope(&host, &answer),
       }
     };
-    let outcome = bounded(&host, signal.as_ref(), answered).await;
-    if let (Err(error), Some(logger)) = (&outcome, &logger) {
-      log_failure(js, logger.get(js), &host.message(error), &url_text, &method);
+    let outcome = call_mcp::bounded(&host, args.signal.as_ref(), answered).await;
+    if let (Err(error), Some(logger)) = (&outcome, &args.logger) {
+      let message = host.message(error);
+      call_mcp::log_failure(&host, logger, &message, &args.url_text, &args.method);
     }
     outcome
   };
@@ -169,38 +136,9 @@ pub enum McpNotificationMethods {
   ts_return_type = "{ code: number; message: string }"
 )]
 pub fn to_json_rpc_error(env: Env, error: JsArg) -> napi::Result<JsRaw> {
-  use crate::client::server_requests::{self, ThrownShape};
   let js = Js::new(env.raw());
-  let value = error.0;
-  let field = |name: &str| {
-    (js.type_of(value) == napi::sys::ValueType::napi_object)
-      .then(|| js.get(value, name).ok())
-      .flatten()
-  };
-  let code = field("code").and_then(|c| js.number_value(c));
-  let shape = if js.is_error(value) {
-    ThrownShape::Error {
-      code,
-      message: js.error_message(value),
-    }
-  } else if js.type_of(value) == napi::sys::ValueType::napi_object {
-    ThrownShape::Object {
-      code,
-      message: field("message").and_then(|m| {
-        (js.type_of(m) == napi::sys::ValueType::napi_string)
-          .then(|| js.rust_string(m))
-          .flatten()
-      }),
-    }
-  } else {
-    ThrownShape::Other
-  };
-  let (code, message) = server_requests::to_json_rpc_error(shape);
-  let built = (|| {
-    let object = js.object()?;
-    js.set(object, "code", js.number(code));
-    js.set(object, "message", js.string(&message));
-    Ok::<_, Thrown>(object)
-  })();
-  built.map(JsRaw).map_err(|t| thrown(js, t))
+  let h = JsHost::new(js);
+  crate::client::server_requests::json_rpc_error_value(&h, &h.hold(error.0))
+    .map(|value| JsRaw(value.get(js)))
+    .map_err(|error| thrown(js, Thrown(error.get(js))))
 }

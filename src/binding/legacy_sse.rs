@@ -10,7 +10,7 @@ use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::js_error::{finish, thrown};
 use super::js_side::{CallbackSlot, JsSide, Shared};
-use super::transport_class::{runtime_handle, transport_class};
+use super::transport_class::{auth_error_accessors, runtime_handle, transport_class};
 use crate::transport::legacy_sse::{LegacySseConfig, LegacySseTransport, State};
 
 /// An MCP server that only speaks the legacy HTTP+SSE protocol (2024-11-05): `connect()`
@@ -27,6 +27,7 @@ pub struct JsLegacySseTransport {
 }
 
 transport_class!(JsLegacySseTransport);
+auth_error_accessors!(JsLegacySseTransport);
 
 impl JsLegacySseTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
@@ -146,33 +147,6 @@ impl JsLegacySseTransport {
     let js = Js::new(env.raw());
     let result = self.start(js, this.object.0);
     finish(js, result)
-  }
-
-  /// A10: asked on a 401/403 to a POST: headers that replace `config.headers` for one
-  /// retry of that POST (and all later traffic), or `null` to give up with the original
-  /// error.
-  #[napi(
-    getter,
-    js_name = "onAuthError",
-    ts_return_type = "(() => Promise<Record<string, string> | null>) | undefined"
-  )]
-  pub fn get_on_auth_error(&self) -> JsRaw {
-    super::transport_class::callback_value(&self.side, CallbackSlot::AuthError)
-  }
-
-  #[napi(
-    setter,
-    js_name = "onAuthError",
-    ts_args_type = "callback: (() => Promise<Record<string, string> | null>) | undefined"
-  )]
-  pub fn set_on_auth_error(&mut self, env: Env, callback: JsArg) {
-    let js = Js::new(env.raw());
-    let present = js.is_function(callback.0);
-    self.set_slot(CallbackSlot::AuthError, callback);
-    self
-      .config
-      .auth_error_hook
-      .store(present, std::sync::atomic::Ordering::Release);
   }
 
   /// See `forget_failed_connect`; not part of the typed API.

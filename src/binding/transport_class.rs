@@ -285,4 +285,45 @@ macro_rules! transport_class {
   };
 }
 
+/// O6/A10 `onAuthError` of the HTTP transports: the callback, and whether the core should
+/// ask it (its flag in the transport's config).
+macro_rules! auth_error_accessors {
+  ($class:ty) => {
+    #[napi_derive::napi]
+    impl $class {
+      /// O6/A10: asked on a 401/403 (HTTP: to a request, notification or resume GET when
+      /// there is no `config.oauth`; legacy SSE: to a POST): headers that replace
+      /// `config.headers` for one retry (and all later traffic), or `null` to give up with
+      /// the original error.
+      #[napi(
+        getter,
+        js_name = "onAuthError",
+        ts_return_type = "(() => Promise<Record<string, string> | null>) | undefined"
+      )]
+      pub fn get_on_auth_error(&self) -> $crate::binding::js::JsRaw {
+        $crate::binding::transport_class::callback_value(
+          &self.side,
+          $crate::binding::js_side::CallbackSlot::AuthError,
+        )
+      }
+
+      #[napi(
+        setter,
+        js_name = "onAuthError",
+        ts_args_type = "callback: (() => Promise<Record<string, string> | null>) | undefined"
+      )]
+      pub fn set_on_auth_error(&mut self, env: napi::Env, callback: $crate::binding::js::JsArg) {
+        let js = $crate::binding::js::Js::new(env.raw());
+        let present = js.is_function(callback.0);
+        self.set_slot($crate::binding::js_side::CallbackSlot::AuthError, callback);
+        self
+          .config
+          .auth_error_hook
+          .store(present, std::sync::atomic::Ordering::Release);
+      }
+    }
+  };
+}
+
+pub(crate) use auth_error_accessors;
 pub(crate) use transport_class;

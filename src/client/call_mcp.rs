@@ -1,5 +1,5 @@
-//! J2 `callMCP`: what the answer to one POST becomes.
-use crate::host::Values;
+//! J2 `callMCP`: its arguments, what the answer to one POST becomes, and the failure log.
+use crate::host::{Callbacks, Values};
 use crate::protocol::parse_sse::parse_sse;
 use crate::transport::one_shot::Answer;
 
@@ -51,4 +51,97 @@ where
     Either::Left((outcome, _)) => outcome,
     Either::Right((reason, _)) => Err(reason),
   }
+}
+
+/// J2's arguments, checked in the order the agent reads them (E2).
+pub struct CallMcpArgs<V> {
+  pub url: reqwest::Url,
+  /// As given, for the failure log (redacted there).
+  pub url_text: String,
+  pub method: String,
+  /// `params` as JSON text, when given.
+  pub params: Option<String>,
+  pub signal: Option<V>,
+  /// W9: `options.logger`, when it is an object.
+  pub logger: Option<V>,
+}
+
+/// What the arguments were: a TypeError, or what a getter or `JSON.stringify` threw, to
+/// reject with.
+pub fn read_args<H: Values>(
+  h: &H,
+  url: &H::Value,
+  method: &H::Value,
+  params: Option<&H::Value>,
+  options: Option<&H::Value>,
+) -> Result<CallMcpArgs<H::Value>, H::Value> {
+  let url_text = h
+    .as_string(url)
+    .ok_or_else(|| h.type_error("The \"url\" argument must be a string"))?;
+  let parsed = reqwest::Url::parse(&url_text).map_err(|_| {
+    h.type_error(&format!(
+      "The \"url\" argument must be a valid URL, got {url_text:?}"
+    ))
+  })?;
+  let method = h
+    .as_string(method)
+    .ok_or_else(|| h.type_error("The \"method\" argument must be a string"))?;
+  let params = match params.filter(|p| !h.is_nullish(p)) {
+    None => None,
+    Some(p) if !h.is_object(p) || h.items(p).is_some() => {
+      return Err(h.type_error("The \"params\" argument must be an object"))
+    }
+    Some(p) => h.to_json(p)?,
+  };
+  let options = options.filter(|o| !h.is_nullish(o));
+  let (signal, logger) = match options {
+    None => (None, None),
+    Some(o) if !h.is_object(o) => {
+      return Err(h.type_error("The \"options\" argument must be an object"))
+    }
+    Some(o) => {
+      let signal = h
+        .field(o, "signal")
+        .map_err(|_| h.type_error("The \"signal\" field could not be read"))?;
+      let signal = if h.is_nullish(&signal) {
+        None
+      } else {
+        let listens = h
+          .field(&signal, "addEventListener")
+          .is_ok_and(|f| h.is_function(&f));
+        if !listens {
+          return Err(h.type_error("The \"options.signal\" field must be an AbortSignal"));
+        }
+        Some(signal)
+      };
+      let logger = h.field(o, "logger").ok().filter(|l| h.is_object(l));
+      (signal, logger)
+    }
+  };
+  Ok(CallMcpArgs {
+    url: parsed,
+    url_text,
+    method,
+    params,
+    signal,
+    logger,
+  })
+}
+
+/// W9: a failure also goes to `logger.error(message, {url, method, error})`, when there is
+/// one; the URL and the message without their secrets. What the logger does is its own.
+pub fn log_failure<H: Callbacks>(h: &H, logger: &H::Value, message: &str, url: &str, method: &str) {
+  let Ok(error) = h.field(logger, "error") else {
+    return;
+  };
+  if !h.is_function(&error) {
+    return;
+  }
+  let url = crate::redaction::redact_url_for_log(url);
+  let message = crate::redaction::redact_secrets(message);
+  let context = serde_json::json!({ "url": url, "method": method, "error": message });
+  let context = h
+    .json(&context.to_string())
+    .unwrap_or_else(|_| h.undefined());
+  drop(h.call_method(logger, "error", vec![h.string(&message), context]));
 }

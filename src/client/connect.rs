@@ -18,6 +18,7 @@ use super::era;
 use crate::error::CoreError;
 use crate::host::{json_of, Callbacks, Clock, HostFn, Signals, Transports};
 use crate::protocol::subscriptions;
+use crate::transport::legacy_sse::falls_back_to_streamable_http;
 
 /// One `connectToServer` call.
 pub struct ConnectRequest<V> {
@@ -33,6 +34,41 @@ pub struct ConnectRequest<V> {
   /// A25: `type: "sse"` opens the legacy transport (falling back to Streamable HTTP), as the
   /// v18 agent's `connectToServer` does; otherwise §5/H11's HTTP transport.
   pub legacy_sse: bool,
+}
+
+/// A25: with `legacy_sse` (v18's `connectToServer`), an "sse" config without our own
+/// `oauth` (whose flow runs on the HTTP transport) opens the legacy transport, and falls
+/// back, once, to Streamable HTTP when the server answers the legacy GET as one does.
+fn create_transport<H: Transports>(
+  host: &H,
+  config: &H::Value,
+  legacy_sse: bool,
+) -> LocalBoxFuture<'static, Result<H::Value, H::Value>> {
+  let kind = host
+    .field(config, "type")
+    .ok()
+    .and_then(|kind| host.as_string(&kind));
+  let own_oauth = crate::config::own_oauth(host, config).is_ok_and(|oauth| oauth.is_some());
+  if !legacy_sse || kind.as_deref() != Some("sse") || own_oauth {
+    return host.create_transport_as(config, false);
+  }
+  let legacy = host.create_transport_as(config, true);
+  let (host, config) = (host.clone(), config.clone());
+  Box::pin(async move {
+    let failure = match legacy.await {
+      Ok(transport) => return Ok(transport),
+      Err(failure) => failure,
+    };
+    let status = host
+      .field(&failure, "status")
+      .ok()
+      .and_then(|status| host.as_number(&status))
+      .map(|status| status as u16);
+    if !falls_back_to_streamable_http(status, &host.message(&failure)) {
+      return Err(failure);
+    }
+    host.create_transport_as(&config, false).await
+  })
 }
 
 /// The connection object `{name, config, transport, serverInfo, capabilities,
@@ -59,7 +95,7 @@ where
   // N2: a server that exits on the era probe is started again, once, for the handshake.
   let mut respawned = false;
   loop {
-    let creating = host.create_transport_as(&request.config, request.legacy_sse);
+    let creating = create_transport(&host, &request.config, request.legacy_sse);
     let transport = match select(creating, &mut stop).await {
       Either::Left((Ok(transport), _)) => {
         *created.borrow_mut() = Some(transport.clone());

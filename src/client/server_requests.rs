@@ -84,6 +84,34 @@ pub fn to_json_rpc_error(thrown: ThrownShape) -> (f64, String) {
   }
 }
 
+/// A3 `toJsonRpcError(error)` on a host value: `{code, message}` by `to_json_rpc_error`.
+pub fn json_rpc_error_value<H: Values>(h: &H, thrown: &H::Value) -> Result<H::Value, H::Value> {
+  let field = |name: &str| {
+    h.is_object(thrown)
+      .then(|| h.field(thrown, name).ok())
+      .flatten()
+  };
+  let code = field("code").and_then(|code| h.as_number(&code));
+  let shape = if h.is_error(thrown) {
+    ThrownShape::Error {
+      code,
+      message: h.message(thrown),
+    }
+  } else if h.is_object(thrown) {
+    ThrownShape::Object {
+      code,
+      message: field("message").and_then(|message| h.as_string(&message)),
+    }
+  } else {
+    ThrownShape::Other
+  };
+  let (code, message) = to_json_rpc_error(shape);
+  h.object(vec![
+    ("code", h.number(code)),
+    ("message", h.string(&message)),
+  ])
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -120,5 +148,21 @@ mod tests {
         (-32603.0, "Internal error".into())
       );
     }
+  }
+  #[test]
+  fn a3_on_host_values() {
+    use crate::fake_host::{error, v, FakeHost, V};
+    let host = FakeHost::new();
+    let of = |thrown: V| json_rpc_error_value(&host, &thrown).map(|value| value.to_json());
+    let object = serde_json::json!({ "code": -32602, "message": "bad params" });
+    assert_eq!(of(v(object.clone())).ok(), Some(object));
+    let internal = serde_json::json!({ "code": -32603, "message": "Internal error" });
+    assert_eq!(
+      of(v(serde_json::json!({ "message": "no code" }))).ok(),
+      Some(internal.clone())
+    );
+    assert_eq!(of(V::Str("plain".into())).ok(), Some(internal));
+    let thrown = serde_json::json!({ "code": -32603, "message": "boom" });
+    assert_eq!(of(error("boom")).ok(), Some(thrown));
   }
 }

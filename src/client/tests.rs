@@ -1,11 +1,14 @@
 //! C1–C3, C5 over the fake host: what the handshake builds and sends, which error wins when
 //! the connect gives up, that no transport outlives a failed connect, and how listings page.
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use serde_json::{json, Value as Json};
 use tokio::time::Instant;
 
 use super::*;
 use crate::fake_host::{error, local, ms, signal, v, FakeHost, Reply, Script, V};
-use crate::host::Transports;
+use crate::host::{Transports, Values};
 
 fn request(config: V) -> ConnectRequest<V> {
   ConnectRequest {
@@ -772,4 +775,130 @@ async fn a6_call_mcp_gives_up_after_60_s_without_a_signal_and_on_the_callers_abo
     assert!(answered.is_ok());
   })
   .await;
+}
+
+/// A25: v18's connect of an "sse" config: legacy first, Streamable HTTP once when the server
+/// answers as one (here: not an event stream), nothing more for any other failure, and
+/// straight to HTTP for a config with our own `oauth`.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a25_sse_tries_legacy_then_falls_back_once() {
+  local(async {
+    let url = "http://127.0.0.1:1/mcp";
+    let attempt = |legacy: Reply, config: Json| async move {
+      let host = FakeHost::new();
+      let mut script = Script::new(url);
+      script.legacy_create = legacy;
+      host.script(url, script);
+      let mut req = request(v(config));
+      req.legacy_sse = true;
+      let outcome = connect(host.clone(), req).await;
+      let creates = host.records().creates.clone();
+      (outcome.map_err(|e| host.message(&e)), creates)
+    };
+    let sse = json!({ "type": "sse", "url": url });
+
+    let (outcome, creates) = attempt(Reply::ok(Json::Null), sse.clone()).await;
+    assert!(outcome.is_ok());
+    assert_eq!(creates, [format!("legacy:{url}")]);
+
+    let not_sse = Reply::err("Legacy SSE response is not an event stream: application/json");
+    let (outcome, creates) = attempt(not_sse, sse.clone()).await;
+    assert!(outcome.is_ok());
+    assert_eq!(creates, [format!("legacy:{url}"), url.to_string()]);
+
+    let refused = Reply::err("fetch failed");
+    let (outcome, creates) = attempt(refused, sse.clone()).await;
+    assert_eq!(outcome.err().as_deref(), Some("fetch failed"));
+    assert_eq!(creates, [format!("legacy:{url}")]);
+
+    let with_oauth =
+      json!({ "type": "sse", "url": url, "oauth": { "grantType": "client_credentials" } });
+    let (outcome, creates) = attempt(Reply::err("unused"), with_oauth).await;
+    assert!(outcome.is_ok());
+    assert_eq!(creates, [url.to_string()]);
+
+    let http = json!({ "type": "http", "url": url });
+    let (_, creates) = attempt(Reply::err("unused"), http).await;
+    assert_eq!(creates, [url.to_string()]);
+  })
+  .await;
+}
+
+/// J2/E2: callMCP's arguments, checked in the agent's order; W9's log without secrets.
+#[test]
+fn j2_arguments_are_checked_in_order_and_failures_logged_without_secrets() {
+  use super::call_mcp::{log_failure, read_args};
+  let host = FakeHost::new();
+  let check = |url: V, method: V, params: Option<V>, options: Option<V>| {
+    read_args(&host, &url, &method, params.as_ref(), options.as_ref())
+      .err()
+      .map(|e| host.message(&e))
+  };
+  let url = || V::Str("http://127.0.0.1:1/mcp".into());
+  let method = || V::Str("tools/list".into());
+  assert_eq!(
+    check(V::Number(1.0), V::Number(1.0), None, None).as_deref(),
+    Some("The \"url\" argument must be a string")
+  );
+  assert_eq!(
+    check(V::Str("nope".into()), method(), None, None).as_deref(),
+    Some("The \"url\" argument must be a valid URL, got \"nope\"")
+  );
+  assert_eq!(
+    check(url(), V::Null, None, None).as_deref(),
+    Some("The \"method\" argument must be a string")
+  );
+  assert_eq!(
+    check(url(), method(), Some(v(json!([1]))), None).as_deref(),
+    Some("The \"params\" argument must be an object")
+  );
+  assert_eq!(
+    check(url(), method(), None, Some(V::Str("x".into()))).as_deref(),
+    Some("The \"options\" argument must be an object")
+  );
+  assert_eq!(
+    check(url(), method(), None, Some(v(json!({ "signal": {} })))).as_deref(),
+    Some("The \"options.signal\" field must be an AbortSignal")
+  );
+  let (_, abort) = signal();
+  let options = v(json!({ "logger": {} }));
+  options.set("signal", abort);
+  let args = read_args(
+    &host,
+    &url(),
+    &method(),
+    Some(&v(json!({ "a": 1 }))),
+    Some(&options),
+  );
+  let Ok(args) = args else {
+    panic!("valid arguments")
+  };
+  assert_eq!(args.params.as_deref(), Some("{\"a\":1}"));
+  assert!(args.signal.is_some() && args.logger.is_some());
+
+  let logged = Rc::new(RefCell::new(Vec::new()));
+  let seen = logged.clone();
+  let logger = v(json!({}));
+  logger.set(
+    "error",
+    V::Callable(Rc::new(move |args: Vec<V>| {
+      seen
+        .borrow_mut()
+        .push((args[0].to_json(), args[1].to_json()));
+      Box::pin(std::future::ready(Ok(V::Undefined)))
+    })),
+  );
+  let url = "http://u:pw@127.0.0.1:1/mcp?token=abc";
+  log_failure(
+    &host,
+    &logger,
+    "HTTP 500 at http://127.0.0.1/?token=abc",
+    url,
+    "tools/list",
+  );
+  let logged = logged.borrow();
+  assert_eq!(logged.len(), 1);
+  let text = format!("{:?}", logged[0]);
+  assert!(!text.contains("abc") && !text.contains("pw"), "{text}");
+  assert_eq!(logged[0].1["method"], "tools/list");
 }

@@ -37,6 +37,24 @@ pub struct Report<V> {
   pub connected: Vec<String>,
 }
 
+impl<V: Clone> Report<V> {
+  /// M1's result: `{tools, errors: Map<server, message>, connectedServers, exaApiKeys: []}`.
+  pub fn value<H: Values<Value = V>>(&self, h: &H) -> Result<V, V> {
+    let errors = self
+      .errors
+      .iter()
+      .map(|(name, message)| (name.clone(), h.string(message)))
+      .collect();
+    let connected = self.connected.iter().map(|name| h.string(name)).collect();
+    h.object(vec![
+      ("tools", self.tools.clone()),
+      ("errors", h.map(errors)?),
+      ("connectedServers", h.array(connected)?),
+      ("exaApiKeys", h.array(Vec::new())?),
+    ])
+  }
+}
+
 /// A31: what `onStatus` hears (v12 hears only `Connecting`, as `onConnecting`).
 pub enum Status<'a> {
   /// The servers this call connects, in config order (with v18, the invalid ones too).

@@ -28,7 +28,13 @@ pub async fn resolve_config_value(value: &str, environment: &Environment) -> Opt
   if let Some(command) = value.strip_prefix('!') {
     return run_command_cached_with(command, environment, COMMAND_TIMEOUT).await;
   }
-  match environment.get(value) {
+  let variable = environment.get(value).or_else(|| {
+    let mut named = environment.iter();
+    named
+      .find(|(name, _)| crate::sys::same_env_name(name, value))
+      .map(|(_, from_env)| from_env)
+  });
+  match variable {
     Some(from_env) if !from_env.is_empty() => Some(from_env.clone()),
     _ => (!value.is_empty()).then(|| value.to_owned()),
   }
@@ -92,6 +98,8 @@ async fn run_command(
     .ok()?;
   // Taken now: once the shell is reaped `id()` is gone, but its group may live on.
   let pid = child.id();
+  // Windows: the group is a job, which the timeout ends (Unix: the shell leads one).
+  let _ = crate::sys::process::enter_group(&child);
   let mut stdout = child.stdout.take()?;
   let mut output = Vec::new();
   let finished = tokio::time::timeout(timeout, async {
@@ -100,6 +108,9 @@ async fn run_command(
     status.ok()
   })
   .await;
+  if finished.is_ok() {
+    crate::sys::shell::release_group(pid);
+  }
   match finished {
     Ok(Some(status)) if status.success() => {
       let text = String::from_utf8_lossy(&output);

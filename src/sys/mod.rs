@@ -49,3 +49,11 @@ pub fn build_platform() -> &'static str {
     other => other,
   }
 }
+
+/// Whether two environment variable names name the same variable: in any case on Windows,
+/// whose environment (and Node's `process.env` there) ignores case; exactly elsewhere.
+pub fn same_env_name(a: impl AsRef<std::ffi::OsStr>, b: impl AsRef<std::ffi::OsStr>) -> bool {
+  let (a, b) = (a.as_ref(), b.as_ref());
+  a == b
+    || (cfg!(windows) && a.to_string_lossy().to_uppercase() == b.to_string_lossy().to_uppercase())
+}

@@ -302,26 +302,7 @@ impl JsMcpManager {
     let host = manager.host().clone();
     let connecting = async move {
       let report = manager.connect_servers(entries, status).await?;
-      let built = (|| {
-        let errors = js.construct(js.get(js.global(), "Map")?, &[])?;
-        let set = js.get(errors, "set")?;
-        for (name, message) in &report.errors {
-          js.call(set, errors, &[js.string(name), js.string(message)])?;
-        }
-        let result = js.object()?;
-        js.set(result, "tools", report.tools.get(js));
-        js.set(result, "errors", errors);
-        js.set(
-          result,
-          "connectedServers",
-          string_array(js, &report.connected)?,
-        );
-        js.set(result, "exaApiKeys", js.array(0)?);
-        Ok::<_, Thrown>(result)
-      })();
-      built
-        .map(|result| host.base().hold(result))
-        .map_err(|Thrown(error)| host.base().hold(error))
+      report.value(host.base())
     };
     finish(js, promise(js, connecting))
   }
