@@ -1,12 +1,11 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # `npm run test:windows`: the addon built for x86_64-pc-windows-gnu (Debian's rustc, std
 # built from source) and the Windows test set run by a Windows node.exe under Wine, then
 # `cargo check` of the crate for both Apple targets. The toolchains are set up on first use
 # by scripts/cross/ (apt, npm; idempotent). Wine is not Windows: README's Install section
 # says what only the release workflow's Windows runners show.
-set -eu
-# pipefail: a failed cargo must fail the step, not the `tee` after it.
-set -o pipefail 2>/dev/null || true
+# pipefail: a failed cargo fails its step, not the `tee` after it.
+set -euo pipefail
 cd "$(dirname "$0")/.."
 cross="${NAPI_CROSS_HOME:-$HOME/.cache/napi-cross}"
 step() { printf '==> %s (%ss)\n' "$1" "$(( $(date +%s) - started ))"; }

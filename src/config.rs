@@ -23,7 +23,7 @@ fn field<H: Values>(host: &H, object: &H::Value, name: &str) -> ConfigResult<Opt
 }
 
 /// A plain object in the `Record<string, unknown>` sense.
-fn is_record<H: Values>(host: &H, value: &H::Value) -> bool {
+pub fn is_record<H: Values>(host: &H, value: &H::Value) -> bool {
   host.is_object(value) && host.items(value).is_none()
 }
 
@@ -216,6 +216,53 @@ const AGENT_OAUTH_FIELDS: [&str; 7] = [
   "callbackPath",
   "prompt",
 ];
+
+/// O1: `options.oauth` applies to a config without its own `oauth`: a copy carries it (the
+/// caller's config is never touched).
+pub fn with_oauth_option<H: Values>(
+  host: &H,
+  config: &H::Value,
+  options: Option<&H::Value>,
+) -> Result<H::Value, H::Value> {
+  let oauth = options
+    .and_then(|o| host.field(o, "oauth").ok())
+    .filter(|o| host.is_object(o));
+  let Some(oauth) = oauth else {
+    return Ok(config.clone());
+  };
+  if own_oauth(host, config).is_ok_and(|own| own.is_some()) {
+    return Ok(config.clone());
+  }
+  let copy = host.shallow_copy(config)?;
+  host.set_field(&copy, "oauth", oauth)?;
+  Ok(copy)
+}
+
+/// T8: `options.signal`, if any: anything with `aborted` and `addEventListener` will do.
+pub fn signal_option<H: Values>(
+  host: &H,
+  options: Option<&H::Value>,
+) -> ConfigResult<Option<H::Value>> {
+  let Some(options) = options.filter(|o| !host.is_nullish(o)) else {
+    return Ok(None);
+  };
+  if !host.is_object(options) {
+    return Err("The \"options\" argument must be an object".to_string());
+  }
+  let signal = host
+    .field(options, "signal")
+    .map_err(|_| "The \"signal\" field could not be read".to_string())?;
+  if host.is_nullish(&signal) {
+    return Ok(None);
+  }
+  let listens = host
+    .field(&signal, "addEventListener")
+    .is_ok_and(|f| host.is_function(&f));
+  if !listens {
+    return Err("The \"options.signal\" field must be an AbortSignal".to_string());
+  }
+  Ok(Some(signal))
+}
 
 /// A2/A38: an `oauth` field that holds only the agent's own fields, and no function, is the
 /// agent's configuration for its own OAuth flow (its credentials then come through

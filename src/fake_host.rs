@@ -507,6 +507,8 @@ pub struct Records {
   pub prepared: Vec<V>,
   /// `ManagerHost::connect` calls: name, resolved config.
   pub connects: Vec<(String, V)>,
+  /// The options each of those calls was given.
+  pub connect_options: Vec<Json>,
   pub aborts: usize,
   pub watched: Vec<String>,
   pub refreshes: Vec<String>,
@@ -1218,23 +1220,30 @@ impl ManagerHost for FakeHost {
     Some(Box::pin(answer))
   }
 
-  fn connect(&self, name: &str, config: &V) -> (Option<V>, Pending<V>) {
-    self
-      .record()
-      .connects
-      .push((name.to_string(), config.clone()));
+  fn abort_controller(&self) -> Result<Option<crate::manager::host::Controller<V>>, V> {
     let (_, controller) = signal();
+    Ok(Some(crate::manager::host::Controller {
+      signal: controller.clone(),
+      controller,
+    }))
+  }
+
+  fn connect(&self, name: &str, config: &V, options: V) -> Pending<V> {
+    let mut records = self.record();
+    records.connects.push((name.to_string(), config.clone()));
+    records.connect_options.push(options.to_json());
+    drop(records);
+    let signal = options.get("signal");
     let request = ConnectRequest {
       name: name.to_string(),
       config: config.clone(),
       client: ClientOptions::default(),
       features: Default::default(),
-      signal: Some(controller.clone()),
+      signal: (!matches!(signal, V::Undefined)).then_some(signal),
       timeout: connect_timeout(config),
       legacy_sse: false,
     };
-    let connecting = crate::client::connect(self.clone(), request);
-    (Some(controller), Box::pin(connecting))
+    Box::pin(crate::client::connect(self.clone(), request))
   }
 
   fn abort(&self, controller: &V) {

@@ -4,17 +4,15 @@
 use napi::Env;
 use napi_derive::napi;
 
-use super::args;
 use super::executor;
 use super::host::{call_method, JsHost};
 use super::http::create_http_transport;
-use super::http::with_oauth_option;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::js_error::finish;
 use super::stdio::create_stdio_transport;
 use crate::client::input_required;
-use crate::client::{self, ClientFeatures, ClientOptions, ConnectRequest};
+use crate::client::{self, ConnectRequest};
 use crate::config::{transport_kind, TransportKind};
 use crate::host::Values;
 
@@ -81,50 +79,29 @@ pub fn server_supports_tools(env: Env, capabilities: JsArg) -> bool {
   client::supports(&host, &host.hold(capabilities.0), "tools")
 }
 
-/// The arguments of `connectToServer`, checked (E2): the request, or the value to reject with.
+/// The arguments of `connectToServer`, checked (E2, the core's `ConnectRequest::read`),
+/// with A9's process-wide resolver in place of `timeout ?? 30000`: the request, or the
+/// value to reject with.
 pub(crate) fn connect_request(
   js: Js,
   name: Value,
   config: Value,
   options: Option<Value>,
 ) -> Result<ConnectRequest<Held>, Value> {
-  let type_error = |message: &str| js_error::type_error(js, message);
-  let name = js
-    .rust_string(name)
-    .ok_or_else(|| type_error("The \"name\" argument must be a string"))?;
-  if !js.is_record(config) {
-    return Err(type_error("The \"config\" argument must be an object"));
-  }
   let host = JsHost::new(js);
-  let config = with_oauth_option(js, config, options)?;
-  let options_held = options.map(|o| host.hold(o));
-  let mut client = ClientOptions::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
-  // N1: a server's own `protocolVersion` is more specific than the caller's `client`.
-  if let Some(version) = js
-    .get(config, "protocolVersion")
-    .ok()
-    .and_then(|v| js.rust_string(v))
-  {
-    client.protocol_version = Some(version);
+  let options = options.map(|o| host.hold(o));
+  let mut request = ConnectRequest::read(
+    &host,
+    &host.hold(name),
+    &host.hold(config),
+    options.as_ref(),
+  )
+  .map_err(|error| error.get(js))?;
+  let input = super::timeout_resolver::config_input(js, request.config.get(js));
+  if let Some(timeout) = super::timeout_resolver::resolve(js, input).map_err(|Thrown(e)| e)? {
+    request.timeout = timeout;
   }
-  let features = ClientFeatures::read(&host, options_held.as_ref()).map_err(|m| type_error(&m))?;
-  let signal = args::signal(js, options).map_err(|m| type_error(&m))?;
-  let timeout =
-    crate::config::timeout(&JsHost::new(js), &Held::new(js, config)).map_err(|m| type_error(&m))?;
-  // A9: the process-wide resolver replaces `timeout ?? 30000`.
-  let input = super::timeout_resolver::config_input(js, config);
-  let timeout = super::timeout_resolver::resolve(js, input)
-    .map_err(|Thrown(error)| error)?
-    .unwrap_or(timeout);
-  Ok(ConnectRequest {
-    name,
-    config: Held::new(js, config),
-    client,
-    features,
-    signal: signal.map(|s| Held::new(js, s)),
-    timeout,
-    legacy_sse: false,
-  })
+  Ok(request)
 }
 
 /// C1: creates the transport, runs the `initialize` handshake and `notifications/initialized`,

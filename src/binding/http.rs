@@ -10,7 +10,6 @@ use super::js_side::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
   attach, auth_error_accessors, create_connected, runtime_handle, transport_class, StartableClass,
 };
-use crate::host::Values;
 use crate::transport::http::{HttpConfig, HttpTransport};
 
 /// An MCP server over Streamable HTTP (`type: "http"`), or over HTTP+SSE (`type: "sse"`,
@@ -223,43 +222,14 @@ pub fn create_http_transport(
 ) -> napi::Result<JsRaw> {
   let js = Js::new(env.raw());
   let config = if js.is_record(config.0) {
-    match with_oauth_option(js, config.0, options.map(|o| o.0)) {
-      Ok(config) => config,
-      Err(error) => return super::js_error::finish(js, js.rejected(error)),
+    let host = JsHost::new(js);
+    let options = options.map(|o| host.hold(o.0));
+    match crate::config::with_oauth_option(&host, &host.hold(config.0), options.as_ref()) {
+      Ok(config) => config.get(js),
+      Err(error) => return super::js_error::finish(js, js.rejected(error.get(js))),
     }
   } else {
     config.0
   };
   create_connected::<JsHttpTransport>(env, config)
-}
-
-/// O1: the config asks for our own OAuth flow (the agent's own `oauth` fields do not, A2).
-pub(crate) fn has_oauth(js: Js, config: Value) -> bool {
-  let host = JsHost::new(js);
-  crate::config::own_oauth(&host, &host.hold(config)).is_ok_and(|o| o.is_some())
-}
-
-/// O1: `options.oauth` applies to a config without its own `oauth`: a copy carries it.
-pub(crate) fn with_oauth_option(
-  js: Js,
-  config: Value,
-  options: Option<Value>,
-) -> Result<Value, Value> {
-  let Some(oauth) = options
-    .and_then(|o| js.get(o, "oauth").ok())
-    .filter(|o| js.type_of(*o) == napi::sys::ValueType::napi_object)
-  else {
-    return Ok(config);
-  };
-  if has_oauth(js, config) {
-    return Ok(config);
-  }
-  let host = JsHost::new(js);
-  let copy = host
-    .shallow_copy(&host.hold(config))
-    .map_err(|e| e.get(js))?;
-  host
-    .set_field(&copy, "oauth", host.hold(oauth))
-    .map_err(|e| e.get(js))?;
-  Ok(copy.get(js))
 }

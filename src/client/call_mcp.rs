@@ -93,31 +93,11 @@ pub fn read_args<H: Values>(
     }
     Some(p) => h.to_json(p)?,
   };
-  let options = options.filter(|o| !h.is_nullish(o));
-  let (signal, logger) = match options {
-    None => (None, None),
-    Some(o) if !h.is_object(o) => {
-      return Err(h.type_error("The \"options\" argument must be an object"))
-    }
-    Some(o) => {
-      let signal = h
-        .field(o, "signal")
-        .map_err(|_| h.type_error("The \"signal\" field could not be read"))?;
-      let signal = if h.is_nullish(&signal) {
-        None
-      } else {
-        let listens = h
-          .field(&signal, "addEventListener")
-          .is_ok_and(|f| h.is_function(&f));
-        if !listens {
-          return Err(h.type_error("The \"options.signal\" field must be an AbortSignal"));
-        }
-        Some(signal)
-      };
-      let logger = h.field(o, "logger").ok().filter(|l| h.is_object(l));
-      (signal, logger)
-    }
-  };
+  let signal = crate::config::signal_option(h, options).map_err(|m| h.type_error(&m))?;
+  let logger = options
+    .filter(|o| h.is_object(o))
+    .and_then(|o| h.field(o, "logger").ok())
+    .filter(|l| h.is_object(l));
   Ok(CallMcpArgs {
     url: parsed,
     url_text,

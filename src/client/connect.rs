@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use super::era;
 use crate::error::CoreError;
-use crate::host::{json_of, Callbacks, Clock, HostFn, Signals, Transports};
+use crate::host::{json_of, Callbacks, Clock, HostFn, Signals, Transports, Values};
 use crate::protocol::subscriptions;
 use crate::transport::legacy_sse::falls_back_to_streamable_http;
 
@@ -34,6 +34,45 @@ pub struct ConnectRequest<V> {
   /// A25: `type: "sse"` opens the legacy transport (falling back to Streamable HTTP), as the
   /// v18 agent's `connectToServer` does; otherwise §5/H11's HTTP transport.
   pub legacy_sse: bool,
+}
+
+impl<V: Clone> ConnectRequest<V> {
+  /// C1/E2: `connectToServer(name, config, options)`'s arguments, checked: the request, or
+  /// the TypeError (or a getter's throw) to reject with. A9's resolver, when the host has
+  /// one, then replaces `timeout`.
+  pub fn read<H: Values<Value = V>>(
+    h: &H,
+    name: &V,
+    config: &V,
+    options: Option<&V>,
+  ) -> Result<Self, V> {
+    let type_error = |message: &str| h.type_error(message);
+    let name = h
+      .as_string(name)
+      .ok_or_else(|| type_error("The \"name\" argument must be a string"))?;
+    if !crate::config::is_record(h, config) {
+      return Err(type_error("The \"config\" argument must be an object"));
+    }
+    let config = crate::config::with_oauth_option(h, config, options)?;
+    let mut client = ClientOptions::read(h, options).map_err(|m| type_error(&m))?;
+    // N1: a server's own `protocolVersion` is more specific than the caller's `client`.
+    let own_version = h.field(&config, "protocolVersion").ok();
+    if let Some(version) = own_version.and_then(|v| h.as_string(&v)) {
+      client.protocol_version = Some(version);
+    }
+    let features = ClientFeatures::read(h, options).map_err(|m| type_error(&m))?;
+    let signal = crate::config::signal_option(h, options).map_err(|m| type_error(&m))?;
+    let timeout = crate::config::timeout(h, &config).map_err(|m| type_error(&m))?;
+    Ok(ConnectRequest {
+      name,
+      config,
+      client,
+      features,
+      signal,
+      timeout,
+      legacy_sse: false,
+    })
+  }
 }
 
 /// A25: with `legacy_sse` (v18's `connectToServer`), an "sse" config without our own

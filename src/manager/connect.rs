@@ -4,7 +4,7 @@
 //! reconnected meanwhile) closes what it opened instead of adopting it (M7).
 use std::rc::Rc;
 
-use super::host::{ManagerHost, Watch};
+use super::host::{Compat, ManagerHost, Settings, Watch};
 use super::state::Phase;
 use super::Manager;
 use crate::client::era;
@@ -32,8 +32,11 @@ impl<H: ManagerHost> Manager<H> {
     let connected = if let Some(connecting) = self.host.custom_connect(name, &resolved) {
       connecting.await
     } else {
-      let (controller, connecting) = self.host.connect(name, &resolved);
-      if let Some(controller) = controller {
+      let controller = self.host.abort_controller()?;
+      let signal = controller.as_ref().map(|c| c.signal.clone());
+      let options = self.connect_options(signal)?;
+      let connecting = self.host.connect(name, &resolved, options);
+      if let Some(super::host::Controller { controller, .. }) = controller {
         self.with(|s| {
           if let Some(server) = s.current(name, generation) {
             server.abort = Some(controller);
@@ -46,6 +49,36 @@ impl<H: ManagerHost> Manager<H> {
       self.keep_era(name, config, &key, stored);
     }
     connected
+  }
+
+  /// C1/P5/A36: what our connect is given: the signal a disconnect aborts, the manager's
+  /// `client` and P5 handlers, a v18 manager's own cwd as `roots` unless it was given some
+  /// (not the process's), and `compat: "v12"` for a v12 manager.
+  fn connect_options(&self, signal: Option<H::Value>) -> Result<H::Value, H::Value> {
+    let host = &self.host;
+    let options = host.options().filter(|o| !host.is_nullish(o));
+    let option = |name: &str| {
+      let value = host.field(options.as_ref()?, name).ok()?;
+      (!host.is_nullish(&value)).then_some(value)
+    };
+    let mut fields: Vec<(&str, H::Value)> = signal.map(|s| ("signal", s)).into_iter().collect();
+    for name in ["client", "roots", "sampling", "elicitation", "onRequest"] {
+      if let Some(value) = option(name) {
+        fields.push((name, value));
+      }
+    }
+    let v18 = Settings::read(host, options.as_ref()).compat == Compat::V18;
+    if v18 && option("roots").is_none() {
+      let roots = crate::client::features::roots_of(std::path::Path::new(self.cwd()));
+      fields.push((
+        "roots",
+        host.json(&serde_json::Value::Array(roots).to_string())?,
+      ));
+    }
+    if !v18 {
+      fields.push(("compat", host.string("v12")));
+    }
+    host.object(fields)
   }
 
   /// N2: for a server connected with `"auto"`, the era verdict kept beside its tools seeds

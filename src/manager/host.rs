@@ -36,6 +36,12 @@ pub enum Compat {
   V18,
 }
 
+/// An AbortController (what a disconnect aborts) and its signal (what the connect hears).
+pub struct Controller<V> {
+  pub controller: V,
+  pub signal: V,
+}
+
 /// The options the manager reads when it needs them (the caller may change them later).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
@@ -148,12 +154,12 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
 
   /// M1 `options.connect(name, config)`, when the caller gave one.
   fn custom_connect(&self, name: &str, config: &Self::Value) -> Option<Pending<Self::Value>>;
-  /// M1 our own `connectToServer(name, config)`, and the AbortController that stops it (M7).
-  fn connect(
-    &self,
-    name: &str,
-    config: &Self::Value,
-  ) -> (Option<Self::Value>, Pending<Self::Value>);
+  /// M7: a new AbortController and its signal, where the host has them.
+  fn abort_controller(&self) -> Result<Option<Controller<Self::Value>>, Self::Value>;
+  /// M1 our own `connectToServer(name, config, options)` (A38: the caller's `clientApi`
+  /// one, when it gave one).
+  fn connect(&self, name: &str, config: &Self::Value, options: Self::Value)
+    -> Pending<Self::Value>;
   fn abort(&self, controller: &Self::Value);
 
   /// M5 `toolFactory.live(connection, definitions)`, or the default tools; A33 adds

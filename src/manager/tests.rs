@@ -1691,3 +1691,29 @@ async fn a31_v18_a_server_listing_its_tools_is_connected_and_a_disconnect_closes
   })
   .await;
 }
+
+/// C1/A36: what our own connect is given: the abort signal, the manager's client options,
+/// a v18 manager's cwd as roots, `compat: "v12"` for a v12 manager.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn c1_a36_our_connect_gets_the_signal_roots_or_compat() {
+  local(async {
+    let host = FakeHost::new();
+    host.script("files", Script::new("files").tools(&["read"]));
+    connect(&host.manager(), vec![stdio("files")]).await;
+    let v12 = host.records().connect_options[0].clone();
+    assert_eq!(v12["compat"], "v12");
+    assert!(
+      v12.get("signal").is_some() && v12.get("roots").is_none(),
+      "{v12}"
+    );
+
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("files", Script::new("files").tools(&["read"]));
+    connect(&host.manager_in("/work/project"), vec![stdio("files")]).await;
+    let v18 = host.records().connect_options[0].clone();
+    assert!(v18.get("compat").is_none(), "{v18}");
+    assert_eq!(v18["roots"][0]["uri"], "file:///work/project");
+  })
+  .await;
+}

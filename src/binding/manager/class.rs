@@ -124,7 +124,7 @@ impl JsMcpManager {
     if options.is_some_and(|o| js.type_of(o) != sys::ValueType::napi_object) {
       return Err(type_error(js, "The \"options\" argument must be an object"));
     }
-    let host = JsManagerHost::new(js, &cwd, tool_cache, options);
+    let host = JsManagerHost::new(js, tool_cache, options);
     Ok(JsMcpManager {
       manager: Manager::new(host, cwd),
     })

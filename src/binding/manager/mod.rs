@@ -18,7 +18,7 @@ use super::executor;
 use super::host::{call_method, ready, JsHost, OnJs};
 use super::js::{ErrorKind, Held, Js, Thrown, Value};
 use crate::host::{Pending, Values};
-use crate::manager::host::{Compat, Level, Loader, ManagerHost, Settings, Watch};
+use crate::manager::host::{Controller, Level, Loader, ManagerHost, Watch};
 
 #[derive(Clone)]
 pub(crate) struct JsManagerHost(Rc<Inner>);
@@ -28,17 +28,13 @@ struct Inner {
   tool_cache: Option<Held>,
   options: Option<Held>,
   auth_storage: RefCell<Option<Held>>,
-  /// A36: the roots a v18 manager's servers are offered, as JSON: its cwd.
-  roots: String,
   /// The JS object (weak), so flows call its possibly overridden methods (W1).
   this: RefCell<Option<Held>>,
 }
 
 impl JsManagerHost {
-  fn new(js: Js, cwd: &str, tool_cache: Option<Value>, options: Option<Value>) -> Self {
-    let roots = crate::client::features::roots_of(std::path::Path::new(cwd));
+  fn new(js: Js, tool_cache: Option<Value>, options: Option<Value>) -> Self {
     JsManagerHost(Rc::new(Inner {
-      roots: serde_json::Value::Array(roots).to_string(),
       base: JsHost::new(js),
       tool_cache: tool_cache.map(|c| Held::new(js, c)),
       options: options.map(|o| Held::new(js, o)),
@@ -230,54 +226,38 @@ impl ManagerHost for JsManagerHost {
     )
   }
 
-  fn connect(&self, name: &str, config: &Held) -> (Option<Held>, Pending<Held>) {
+  fn abort_controller(&self) -> Result<Option<Controller<Held>>, Held> {
+    let js = self.js();
+    let made = (|| {
+      let class = js.get(js.global(), "AbortController")?;
+      if !js.is_function(class) {
+        return Ok(None);
+      }
+      let controller = js.construct(class, &[])?;
+      let signal = js.get(controller, "signal")?;
+      Ok(Some(Controller {
+        controller: Held::new(js, controller),
+        signal: Held::new(js, signal),
+      }))
+    })();
+    made.map_err(|Thrown(error)| self.0.base.hold(error))
+  }
+
+  fn connect(&self, name: &str, config: &Held, options: Held) -> Pending<Held> {
     let js = self.js();
     let base = self.0.base;
-    let prepared = (|| {
-      let options = js.object()?;
-      let class = js.get(js.global(), "AbortController")?;
-      let controller = if js.is_function(class) {
-        let controller = js.construct(class, &[])?;
-        js.set(options, "signal", js.get(controller, "signal")?);
-        Some(Held::new(js, controller))
-      } else {
-        None
-      };
-      // C1's `client` and P5's handlers reach every connect.
-      for name in ["client", "roots", "sampling", "elicitation", "onRequest"] {
-        if let Some(value) = self.option(name) {
-          js.set(options, name, value);
-        }
+    // A38: the agent's own connectToServer, with the options ours would get.
+    if let Some(connect) = ManagerHost::client_function(self, "connectToServer") {
+      let api = self.option("clientApi").unwrap_or_else(|| js.undefined());
+      let args = [js.string(name), config.get(js), options.get(js)];
+      return base.call(connect.get(js), api, &args);
+    }
+    match connect_request(js, js.string(name), config.get(js), Some(options.get(js))) {
+      Ok(mut request) => {
+        request.legacy_sse = !request.features.v12;
+        Box::pin(crate::client::connect(base, request))
       }
-      // A36: a v18 manager answers roots/list with its own cwd, not the process's.
-      let v18 = Settings::read(self, ManagerHost::options(self).as_ref()).compat == Compat::V18;
-      if v18 && self.option("roots").is_none() {
-        js.set(options, "roots", js.json_parse(&self.0.roots)?);
-      }
-      if !v18 {
-        js.set(options, "compat", js.string("v12"));
-      }
-      Ok::<_, Thrown>((controller, options))
-    })();
-    match prepared {
-      Err(Thrown(error)) => (None, ready(Err(base.hold(error)))),
-      Ok((controller, options)) => {
-        // A38: the agent's own connectToServer, with the options ours would get.
-        if let Some(connect) = ManagerHost::client_function(self, "connectToServer") {
-          let api = self.option("clientApi").unwrap_or_else(|| js.undefined());
-          let args = [js.string(name), config.get(js), options];
-          return (controller, base.call(connect.get(js), api, &args));
-        }
-        let connecting: Pending<Held> =
-          match connect_request(js, js.string(name), config.get(js), Some(options)) {
-            Ok(mut request) => {
-              request.legacy_sse = !request.features.v12;
-              Box::pin(crate::client::connect(base, request))
-            }
-            Err(error) => ready(Err(base.hold(error))),
-          };
-        (controller, connecting)
-      }
+      Err(error) => ready(Err(base.hold(error))),
     }
   }
 
