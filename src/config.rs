@@ -217,6 +217,17 @@ const AGENT_OAUTH_FIELDS: [&str; 7] = [
   "prompt",
 ];
 
+/// A9: the timeout a resolver's answer gives a config whose `timeout` is `input`: the
+/// answer when it is a non-negative number, else the config's, else §1's default; 0 is none.
+pub fn resolved_timeout(answer: Option<f64>, input: Option<f64>) -> Option<Duration> {
+  let usable = |n: &f64| n.is_finite() && *n >= 0.0;
+  let ms = answer
+    .filter(usable)
+    .or(input.filter(usable))
+    .unwrap_or(DEFAULT_TIMEOUT_MS);
+  (ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+}
+
 /// O1: `options.oauth` applies to a config without its own `oauth`: a copy carries it (the
 /// caller's config is never touched).
 pub fn with_oauth_option<H: Values>(
@@ -429,6 +440,16 @@ pub fn transport_kind(kind: Option<&str>) -> Result<TransportKind, String> {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn a9_the_resolver_answer_then_the_config_then_the_default() {
+    let secs = |s: f64| Some(Duration::from_secs_f64(s));
+    assert_eq!(resolved_timeout(Some(500.0), Some(9000.0)), secs(0.5));
+    assert_eq!(resolved_timeout(Some(0.0), Some(9000.0)), None);
+    assert_eq!(resolved_timeout(Some(-1.0), Some(9000.0)), secs(9.0));
+    assert_eq!(resolved_timeout(Some(f64::NAN), None), secs(30.0));
+    assert_eq!(resolved_timeout(None, Some(0.0)), None);
+  }
 
   #[test]
   fn transport_kinds() {

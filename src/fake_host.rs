@@ -858,6 +858,13 @@ impl Values for FakeHost {
     }
   }
 
+  fn as_bool(&self, value: &V) -> Option<bool> {
+    match value {
+      V::Bool(b) => Some(*b),
+      _ => None,
+    }
+  }
+
   fn to_json(&self, value: &V) -> Result<Option<String>, V> {
     Ok(
       (!matches!(value, V::Undefined | V::Function | V::Callable(_)))

@@ -48,6 +48,7 @@ pub trait Values: Clone + 'static {
   fn is_error(&self, value: &Self::Value) -> bool;
   fn as_string(&self, value: &Self::Value) -> Option<String>;
   fn as_number(&self, value: &Self::Value) -> Option<f64>;
+  fn as_bool(&self, value: &Self::Value) -> Option<bool>;
   /// `JSON.stringify(value)`: `None` when it has no JSON form; `Err` with what it threw.
   fn to_json(&self, value: &Self::Value) -> Result<Option<String>, Self::Value>;
   /// Own enumerable string keys of an object, in order.

@@ -193,6 +193,12 @@ impl<T: OnJs> Values for T {
     self.on().js.number_value(value.get(self.on().js))
   }
 
+  fn as_bool(&self, value: &Held) -> Option<bool> {
+    let js = self.on().js;
+    let value = value.get(js);
+    (js.type_of(value) == sys::ValueType::napi_boolean).then(|| js.truthy(value))
+  }
+
   fn to_json(&self, value: &Held) -> Result<Option<String>, Held> {
     self
       .on()

@@ -45,12 +45,8 @@ pub fn resolve(js: Js, input: Option<f64>) -> Result<Option<Option<Duration>>, T
   };
   let args: Vec<Value> = input.map(|n| js.number(n)).into_iter().collect();
   let answer = js.call(resolver, js.undefined(), &args)?;
-  let ms = js
-    .number_value(answer)
-    .filter(|n| n.is_finite() && *n >= 0.0)
-    .or(input.filter(|n| n.is_finite() && *n >= 0.0))
-    .unwrap_or(crate::config::DEFAULT_TIMEOUT_MS);
-  Ok(Some(
-    (ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0)),
-  ))
+  Ok(Some(crate::config::resolved_timeout(
+    js.number_value(answer),
+    input,
+  )))
 }

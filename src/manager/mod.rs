@@ -48,6 +48,7 @@ pub use lifecycle::Wait;
 pub use prepare::{
   inject_credential, names_a_credential, prepare_config, prepare_entries, PrepareOptions, Prepared,
 };
+pub use reconnect_server::reconnect_options;
 use state::Servers;
 
 /// One manager's state and its host. Flows that outlive a call hold it by `Rc`.

@@ -73,6 +73,23 @@ impl Default for PrepareOptions {
   }
 }
 
+impl PrepareOptions {
+  /// `prepareConfig`'s second argument: only `oauth: false` skips the credentials (A37),
+  /// and a truthy `forceRefresh` refreshes them.
+  pub fn read<H: Values>(h: &H, options: Option<&H::Value>) -> Self {
+    let field = |name: &str| {
+      options
+        .filter(|o| h.is_object(o))
+        .and_then(|o| h.field(o, name).ok())
+    };
+    let oauth_off = field("oauth").is_some_and(|v| h.as_bool(&v) == Some(false));
+    PrepareOptions {
+      oauth: !oauth_off,
+      force_refresh: field("forceRefresh").is_some_and(|v| h.truthy(&v)),
+    }
+  }
+}
+
 /// M3/A37 `prepareConfig(config, options)`: `this.resolveCredentials(config, {forceRefresh})`
 /// unless `oauth` is off, then a copy of that config whose entries are a copy of its own
 /// with the values resolved; the entries field is set when the config had one or something

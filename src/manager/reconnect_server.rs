@@ -10,6 +10,20 @@ use super::host::{Level, ManagerHost};
 use super::state::Phase;
 use super::Manager;
 
+/// A34 `reconnectServer(name, options)`'s options: `manual` (truthy) and `authChallenge`
+/// (when not nullish).
+pub fn reconnect_options<H: crate::host::Values>(
+  h: &H,
+  options: Option<&H::Value>,
+) -> (bool, Option<H::Value>) {
+  let field = |name: &str| {
+    let value = h.field(options.filter(|o| h.is_object(o))?, name).ok()?;
+    (!h.is_nullish(&value)).then_some(value)
+  };
+  let manual = field("manual").is_some_and(|v| h.truthy(&v));
+  (manual, field("authChallenge"))
+}
+
 impl<H: ManagerHost> Manager<H> {
   /// The promise of the reconnect of `name`: the new connection, or `null` when it could
   /// not be made (no config, the breaker, the auth handler, attempts exhausted) or the

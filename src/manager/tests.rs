@@ -1717,3 +1717,26 @@ async fn c1_a36_our_connect_gets_the_signal_roots_or_compat() {
   })
   .await;
 }
+
+/// A37/A34: `prepareConfig`'s and `reconnectServer`'s options, as the agent reads them.
+#[test]
+fn a37_a34_options_as_the_agent_reads_them() {
+  let host = FakeHost::new();
+  let prepare = |options: Json| super::PrepareOptions::read(&host, Some(&v(options)));
+  assert!(prepare(json!({})).oauth);
+  assert!(prepare(json!({ "oauth": 0 })).oauth, "only false skips");
+  assert!(!prepare(json!({ "oauth": false })).oauth);
+  assert!(prepare(json!({ "forceRefresh": 1 })).force_refresh);
+  assert!(!super::PrepareOptions::read(&host, None).force_refresh);
+
+  let (manual, challenge) = super::reconnect_options(
+    &host,
+    Some(&v(json!({ "manual": "yes", "authChallenge": null }))),
+  );
+  assert!(manual && challenge.is_none());
+  let (manual, challenge) = super::reconnect_options(
+    &host,
+    Some(&v(json!({ "authChallenge": { "scope": "x" } }))),
+  );
+  assert!(!manual && challenge.is_some());
+}

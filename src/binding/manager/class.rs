@@ -16,9 +16,10 @@ use crate::binding::js_error::{finish, thrown};
 use crate::binding::js_slot::{self, JsSlot};
 use crate::host::Values;
 use crate::manager::host::Compat;
+
 use crate::manager::{
-  discover_and_connect, inject_credential, names_a_credential, prepare_config, Entry, Manager,
-  PrepareOptions, Status, StatusHook, Wait,
+  discover_and_connect, inject_credential, names_a_credential, prepare_config, reconnect_options,
+  Entry, Manager, PrepareOptions, Status, StatusHook, Wait,
 };
 
 thread_local! {
@@ -205,21 +206,10 @@ impl JsMcpManager {
       let error = js_error::type_error(js, "The \"config\" argument must be an object");
       return finish(js, js.rejected(error));
     }
-    let field = |name: &str| {
-      optional(js, options)
-        .filter(|o| js.type_of(*o) == sys::ValueType::napi_object)
-        .and_then(|o| js.get(o, name).ok())
-    };
-    // A37: only `oauth: false` skips the credentials.
-    let oauth = !field("oauth")
-      .is_some_and(|v| js.type_of(v) == sys::ValueType::napi_boolean && !js.truthy(v));
-    let force_refresh = field("forceRefresh").is_some_and(|v| js.truthy(v));
     let host = manager.host().clone();
     let config = Held::new(js, config);
-    let options = PrepareOptions {
-      oauth,
-      force_refresh,
-    };
+    let options = optional(js, options).map(|o| Held::new(js, o));
+    let options = PrepareOptions::read(&host, options.as_ref());
     let preparing = async move { prepare_config(&host, &config, options).await };
     finish(js, promise(js, preparing))
   }
@@ -455,17 +445,9 @@ impl JsMcpManager {
     options: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let options = optional(js, options).filter(|o| js.type_of(*o) == sys::ValueType::napi_object);
-    let field = |key: &str| {
-      options.and_then(|o| js.get(o, key).ok()).filter(|v| {
-        !matches!(
-          js.type_of(*v),
-          sys::ValueType::napi_undefined | sys::ValueType::napi_null
-        )
-      })
-    };
-    let manual = field("manual").is_some_and(|v| js.truthy(v));
-    let challenge = field("authChallenge").map(|c| Held::new(js, c));
+    let host = JsHost::new(js);
+    let options = optional(js, options).map(|o| host.hold(o));
+    let (manual, challenge) = reconnect_options(&host, options.as_ref());
     self.shared_promise(env, &this, name, |manager, name| {
       manager.reconnect_server(name, manual, challenge)
     })
