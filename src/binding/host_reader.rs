@@ -6,7 +6,7 @@
 //! Under Node a libuv poll handle watches the descriptor and we read it ourselves. Bun has
 //! no `uv_poll_*` (calling it aborts the process), so there Bun's own reader reads it
 //! (`Bun.file(fd).stream()`, which leaves the descriptor to us) and we take its chunks.
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use super::js::{Held, Js, Thrown, Value};
 use super::js_side::{HostReaderHooks, Shared};
 use super::pump;
 use super::uv::{uv, Poll};
+use crate::transport::host_stream::{AfterEnd, Fired, StreamPolicy};
 use crate::transport::long_line_feed::{LongLineFeed, Returned};
 use crate::transport::stdio::{HostReader, Readiness, StdoutReader};
 
@@ -152,11 +153,6 @@ impl Feed {
   }
 }
 
-/// How long a Bun transport stays idle (no request pending) before Bun's stream lets go of
-/// its descriptor: the stream keeps Bun alive and has no `unref`, so an idle transport
-/// would otherwise keep a finished script running.
-const BUN_IDLE: Duration = Duration::from_millis(50);
-
 /// How much of a chunk from Bun is framed per loop turn: a slice's messages are handled in
 /// well under a millisecond.
 const BUN_SLICE_BYTES: usize = 16 * 1024;
@@ -181,9 +177,10 @@ async fn next_turn(js: Js) {
 }
 
 /// Reads a transport's stdout through Bun's stream reader (`Bun.file(fd).stream()`, which
-/// leaves the descriptor open for us) while the transport is busy, and for `BUN_IDLE`
-/// after. Idle longer, the stream is cancelled and a runtime task only waits for the pipe
-/// to become readable (it keeps nothing alive); a notification then starts a stream again.
+/// leaves the descriptor open for us) while the transport is busy, and for a while after
+/// (the core's `StreamPolicy` decides). Then the stream is cancelled and a runtime task only
+/// waits for the pipe to become readable (it keeps nothing alive); a notification then
+/// starts a stream again.
 struct BunReader {
   js: Js,
   side: Shared,
@@ -191,13 +188,8 @@ struct BunReader {
   parked: RefCell<Option<Box<StdoutReader>>>,
   /// The stream being read, while one is.
   stream: RefCell<Option<Held>>,
-  /// The stream was cancelled by us: its end is no end of input.
-  cancelling: Cell<bool>,
-  busy: Cell<bool>,
-  idle_since: Cell<Instant>,
-  timer_armed: Cell<bool>,
+  policy: RefCell<StreamPolicy>,
   watcher: RefCell<Option<tokio::task::AbortHandle>>,
-  closed: Cell<bool>,
 }
 
 impl BunReader {
@@ -214,12 +206,8 @@ impl BunReader {
       side: side.clone(),
       parked: RefCell::new(None),
       stream: RefCell::new(None),
-      cancelling: Cell::new(false),
-      busy: Cell::new(false),
-      idle_since: Cell::new(Instant::now()),
-      timer_armed: Cell::new(false),
+      policy: RefCell::new(StreamPolicy::new(Instant::now())),
       watcher: RefCell::new(None),
-      closed: Cell::new(false),
     });
     bun.read_stream(stream, reader);
     bun.arm_idle_timer();
@@ -267,14 +255,15 @@ impl BunReader {
           let Some(mut reader) = feed.home(js, &me.side).await else {
             return;
           };
-          if me.cancelling.replace(false) {
+          let after = me.policy.borrow_mut().stream_ended();
+          if after != AfterEnd::Input {
             // Our own cancel: the pipe is still open; park the reader (or, closed, drop it).
             *me.stream.borrow_mut() = None;
-            if me.closed.get() {
+            if after == AfterEnd::Drop {
               return;
             }
             *me.parked.borrow_mut() = Some(reader);
-            if me.busy.get() {
+            if after == AfterEnd::Resume {
               me.resume();
             } else {
               me.watch();
@@ -341,7 +330,7 @@ impl BunReader {
 
   /// Starts a stream for the parked reader, if there is one.
   fn resume(self: &Rc<Self>) {
-    if self.closed.get() || self.stream.borrow().is_some() {
+    if self.policy.borrow().is_closed() || self.stream.borrow().is_some() {
       return;
     }
     if let Some(watcher) = self.watcher.borrow_mut().take() {
@@ -358,14 +347,14 @@ impl BunReader {
         None => drop(reader),
       },
     }
-    if !self.busy.get() {
+    if !self.policy.borrow().is_busy() {
       self.arm_idle_timer();
     }
   }
 
   /// Waits, on the runtime, for the parked reader's pipe to become readable.
   fn watch(self: &Rc<Self>) {
-    if self.closed.get() {
+    if self.policy.borrow().is_closed() {
       return;
     }
     let Some(fd) = self.parked.borrow().as_ref().and_then(|reader| reader.fd()) else {
@@ -385,63 +374,62 @@ impl BunReader {
   }
 
   fn set_busy(self: &Rc<Self>, busy: bool) {
-    self.busy.set(busy);
+    let delay = self.policy.borrow_mut().set_busy(busy, Instant::now());
     if busy {
       self.resume();
-    } else {
-      self.idle_since.set(Instant::now());
-      self.arm_idle_timer();
+    } else if let Some(delay) = delay {
+      self.start_idle_timer(delay);
     }
   }
 
-  /// One unreferenced timer at a time checks whether the transport has been idle long
-  /// enough to let the stream go.
   fn arm_idle_timer(self: &Rc<Self>) {
-    if self.closed.get() || self.timer_armed.replace(true) {
-      return;
+    let delay = self.policy.borrow_mut().arm(Instant::now());
+    if let Some(delay) = delay {
+      self.start_idle_timer(delay);
     }
+  }
+
+  /// An unreferenced timer that asks the policy whether to let the stream go.
+  fn start_idle_timer(self: &Rc<Self>, delay: Duration) {
     let js = self.js;
-    let left = BUN_IDLE.saturating_sub(self.idle_since.get().elapsed());
     let me = self.clone();
     let armed = (|| {
       let set_timeout = super::js::timer_function(js, "setTimeout")?;
       let check = js
         .closure("mcpNativeIdle", move |js, _| {
-          me.timer_armed.set(false);
           me.idle_check();
           Ok(js.undefined())
         })
         .ok()?;
-      let delay = js.number(left.as_secs_f64() * 1000.0 + 1.0);
+      let delay = js.number(delay.as_secs_f64() * 1000.0);
       let timer = js.call(set_timeout, js.undefined(), &[check, delay]).ok()?;
       call_method(js, timer, "unref", &[]).ok()
     })();
     if armed.is_none() {
-      self.timer_armed.set(false);
+      self.policy.borrow_mut().disarm();
     }
   }
 
   fn idle_check(self: &Rc<Self>) {
-    if self.closed.get() || self.busy.get() {
-      return;
+    let fired = self.policy.borrow_mut().timer_fired(Instant::now());
+    match fired {
+      Fired::Nothing => {}
+      Fired::Rearm(delay) => self.start_idle_timer(delay),
+      Fired::Cancel => self.cancel_stream(),
     }
-    if self.idle_since.get().elapsed() < BUN_IDLE {
-      return self.arm_idle_timer();
-    }
-    self.cancel_stream();
   }
 
   fn cancel_stream(&self) {
     let stream = self.stream.borrow().clone();
     if let Some(stream) = stream {
-      self.cancelling.set(true);
+      self.policy.borrow_mut().cancelling();
       let _ = call_method(self.js, stream.get(self.js), "cancel", &[]);
     }
   }
 
   /// For good: the transport closed.
   fn stop(&self) {
-    if self.closed.replace(true) {
+    if !self.policy.borrow_mut().close() {
       return;
     }
     if let Some(watcher) = self.watcher.borrow_mut().take() {

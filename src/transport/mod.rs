@@ -1,6 +1,7 @@
 //! Moving frames: child-process stdio and HTTP. Transports feed a `Session`.
 pub mod event_stream;
 pub mod fetch;
+pub mod host_stream;
 pub mod http;
 pub mod legacy_sse;
 pub mod legacy_stream;
