@@ -540,6 +540,8 @@ struct Inner {
   /// What `loadConfigs` answers; `None`: no loader.
   loaded: RefCell<Option<Json>>,
   manager: RefCell<Weak<Manager<FakeHost>>>,
+  /// Options beyond `Settings` (functions, objects), in the order set.
+  extra_options: RefCell<Vec<(String, V)>>,
 }
 
 #[derive(Clone, Default)]
@@ -624,6 +626,15 @@ impl FakeHost {
       .get(key)
       .cloned()
       .unwrap_or_else(|| Script::new(key))
+  }
+
+  /// `options[name] = value`, for what `Settings` cannot hold.
+  pub fn set_option(&self, name: &str, value: V) {
+    self
+      .0
+      .extra_options
+      .borrow_mut()
+      .push((name.to_string(), value));
   }
 
   pub fn settings_mut(&self) -> RefMut<'_, Settings> {
@@ -1035,6 +1046,15 @@ impl Callbacks for FakeHost {
     self.call(&object.get(name), args)
   }
 
+  /// A fake function answers at once or not at all: one still pending is an error here.
+  fn call_now(&self, object: &V, name: &str, args: Vec<V>) -> Result<V, V> {
+    use futures::FutureExt;
+    self
+      .call_method(object, name, args)
+      .now_or_never()
+      .unwrap_or_else(|| Err(error("a fake function did not answer at once")))
+  }
+
   fn function(&self, _name: &str, body: HostFn<V>) -> Result<V, V> {
     Ok(V::Callable(body))
   }
@@ -1357,6 +1377,12 @@ impl ManagerHost for FakeHost {
     if settings.compat == crate::manager::host::Compat::V12 {
       fields.push(("compat", V::Str("v12".into())));
     }
+    let extra = self.0.extra_options.borrow().clone();
+    fields.extend(
+      extra
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.clone())),
+    );
     Some(V::object(fields))
   }
 

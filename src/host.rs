@@ -146,6 +146,14 @@ pub trait Callbacks: Values {
     name: &str,
     args: Vec<Self::Value>,
   ) -> Pending<Self::Value>;
+  /// `object[name](...args)` now: what it returned, as it is (a promise stays one), or what
+  /// it threw; a missing method is a TypeError.
+  fn call_now(
+    &self,
+    object: &Self::Value,
+    name: &str,
+    args: Vec<Self::Value>,
+  ) -> Result<Self::Value, Self::Value>;
   /// A host function that runs `body` and returns a promise of its outcome.
   fn function(&self, name: &str, body: HostFn<Self::Value>) -> Result<Self::Value, Self::Value>;
   /// A host function that runs `body` and returns `undefined` (a `() => void` of the API).

@@ -268,6 +268,12 @@ impl<T: OnJs> Callbacks for T {
     self.on().call_method(object, name, &args)
   }
 
+  fn call_now(&self, object: &Held, name: &str, args: Vec<Held>) -> Result<Held, Held> {
+    let js = self.on().js;
+    let args: Vec<Value> = args.iter().map(|a| a.get(js)).collect();
+    self.on().held(call_method(js, object.get(js), name, &args))
+  }
+
   fn function(&self, name: &str, body: HostFn<Held>) -> Result<Held, Held> {
     let on = self.on();
     let function = on.js.closure(name, move |js, args| {

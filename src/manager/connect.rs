@@ -221,9 +221,13 @@ impl<H: ManagerHost> Manager<H> {
     definitions: &H::Value,
   ) -> Result<(), H::Value> {
     let reconnect = self.reconnect_function(name);
-    let tools = self
-      .host
-      .live_tools(name, connection, definitions, reconnect.as_ref())?;
+    let tools = super::tools::live(
+      &self.host,
+      name,
+      connection,
+      definitions,
+      reconnect.as_ref(),
+    )?;
     self.watch(name, generation, connection)?;
     let replaced = self.with(|s| {
       let server = s.current(name, generation)?;

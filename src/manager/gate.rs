@@ -112,6 +112,61 @@ impl Status<'_> {
 
 pub type StatusHook = Rc<dyn Fn(Status<'_>)>;
 
+/// M1 `connectServers(configs, sources)`: an entry per key of `configs`, in order, with its
+/// source: `sources.get(name)` of a Map (anything with a `get` method that is not an
+/// array), else `sources[name]`; a getter's throw is the call's.
+pub fn entries<H: crate::host::Callbacks>(
+  h: &H,
+  configs: &H::Value,
+  sources: &H::Value,
+) -> Result<Vec<Entry<H::Value>>, H::Value> {
+  if !h.is_object(configs) || h.items(configs).is_some() {
+    return Err(h.type_error("The \"configs\" argument must be an object"));
+  }
+  let by_get = h.is_object(sources)
+    && h.items(sources).is_none()
+    && h.field(sources, "get").is_ok_and(|get| h.is_function(&get));
+  let source_of = |name: &str| -> Result<Option<H::Value>, H::Value> {
+    if !h.is_object(sources) {
+      return Ok(None);
+    }
+    let source = if by_get {
+      h.call_now(sources, "get", vec![h.string(name)])?
+    } else {
+      h.field(sources, name)?
+    };
+    Ok((!h.is_nullish(&source)).then_some(source))
+  };
+  h.keys(configs)?
+    .into_iter()
+    .map(|name| {
+      Ok(Entry {
+        config: h.field(configs, &name)?,
+        source: source_of(&name)?,
+        name,
+      })
+    })
+    .collect()
+}
+
+/// M1/A31: the hook that tells the caller's callback (`onStatus`, or v12's `onConnecting`)
+/// what it hears; a throwing callback only loses itself.
+pub fn status_hook<H: crate::host::Callbacks>(
+  h: &H,
+  callback: Option<H::Value>,
+  v18: bool,
+) -> StatusHook {
+  let h = h.clone();
+  Rc::new(move |event: Status<'_>| {
+    let Some(callback) = callback.as_ref().filter(|c| h.is_function(c)) else {
+      return;
+    };
+    if let Some(Ok(argument)) = event.argument(&h, v18) {
+      drop(h.call(callback, vec![argument]));
+    }
+  })
+}
+
 /// A32: the error of a first connect that ended after a disconnect or a newer attempt.
 fn disconnected_during_connect(name: &str) -> String {
   format!("Server \"{name}\" was disconnected during initial connection")
@@ -312,11 +367,14 @@ impl<H: ManagerHost> Manager<H> {
     };
     let source = self.with(|s| s.source(name).cloned());
     let reconnect = self.reconnect_function(name);
-    let Ok(tools) =
-      self
-        .host
-        .deferred_tools(name, &definitions, source.as_ref(), reconnect.as_ref())
-    else {
+    let deferred = super::tools::deferred(
+      &self.host,
+      name,
+      &definitions,
+      source.as_ref(),
+      reconnect.as_ref(),
+    );
+    let Ok(tools) = deferred else {
       return false;
     };
     self.with(|s| {

@@ -162,8 +162,8 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
     -> Pending<Self::Value>;
   fn abort(&self, controller: &Self::Value);
 
-  /// M5 `toolFactory.live(connection, definitions)`, or the default tools; A33 adds
-  /// `reconnect` as the last argument.
+  /// M5: the default tools of a connected server (`manager::tools::live` asks the caller's
+  /// `toolFactory` first).
   fn live_tools(
     &self,
     name: &str,
@@ -171,8 +171,8 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
     definitions: &Self::Value,
     reconnect: Option<&Self::Value>,
   ) -> Result<Self::Value, Self::Value>;
-  /// M4/M5 `toolFactory.deferred(name, definitions, getConnection, source)`, or the default
-  /// tools, which wait for the connection first; A33 adds `reconnect` as the last argument.
+  /// M4/M5: the default tools of a cached listing, which wait for the connection first
+  /// (`manager::tools::deferred` asks the caller's `toolFactory` first).
   fn deferred_tools(
     &self,
     name: &str,

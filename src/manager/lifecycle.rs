@@ -141,9 +141,13 @@ impl<H: ManagerHost> Manager<H> {
       return Ok(());
     }
     let reconnect = self.reconnect_function(name);
-    let tools = self
-      .host
-      .live_tools(name, &connection, &definitions, reconnect.as_ref())?;
+    let tools = super::tools::live(
+      &self.host,
+      name,
+      &connection,
+      &definitions,
+      reconnect.as_ref(),
+    )?;
     let config = self.with(|s| {
       s.current(name, generation).map(|server| {
         server.tools = Some(tools);

@@ -42,7 +42,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use discover::discover_and_connect;
-pub use gate::{Entry, Report, Status, StatusHook};
+pub use gate::{entries, status_hook, Entry, Report, Status, StatusHook};
 use host::{Level, ManagerHost};
 pub use lifecycle::Wait;
 pub use prepare::{

@@ -1740,3 +1740,124 @@ fn a37_a34_options_as_the_agent_reads_them() {
   );
   assert!(!manual && challenge.is_some());
 }
+
+/// M5/A33: a caller's `toolFactory` builds the live tools (its answer as an array, anything
+/// else as none) and the deferred ones, whose `getConnection` waits for the connection.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn m5_a33_the_tool_factory_builds_live_and_deferred_tools() {
+  local(async {
+    let host = FakeHost::new();
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let (live_calls, deferred_calls) = (calls.clone(), calls.clone());
+    let factory = v(json!({}));
+    factory.set(
+      "live",
+      V::Callable(Rc::new(move |args: Vec<V>| {
+        live_calls
+          .borrow_mut()
+          .push(format!("live {} args", args.len()));
+        Box::pin(std::future::ready(Ok(v(json!([{ "name": "custom" }])))))
+      })),
+    );
+    factory.set(
+      "deferred",
+      V::Callable(Rc::new(move |args: Vec<V>| {
+        let callable = matches!(args.get(2), Some(V::Callable(_)));
+        deferred_calls.borrow_mut().push(format!(
+          "deferred {} getConnection {callable}",
+          args[0].text().unwrap_or_default()
+        ));
+        Box::pin(std::future::ready(Ok(V::Str("not an array".into()))))
+      })),
+    );
+    host.set_option("toolFactory", factory);
+    host.script("files", Script::new("files").tools(&["read"]));
+    let manager = host.manager();
+    connect(&manager, vec![stdio("files")]).await;
+    let tools = manager.tools().unwrap();
+    let names: Vec<String> = tools
+      .items()
+      .iter()
+      .filter_map(|t| t.get("name").text())
+      .collect();
+    assert_eq!(names, ["custom"]);
+    let connection = manager.connection("files").expect("connected");
+    let definitions = v(json!([{ "name": "read" }]));
+    let deferred = super::tools::deferred(&host, "files", &definitions, None, None).unwrap();
+    assert_eq!(
+      deferred.items().len(),
+      0,
+      "anything but an array is no tools"
+    );
+    let live = super::tools::live(&host, "files", &connection, &definitions, None).unwrap();
+    assert_eq!(live.items().len(), 1);
+    assert_eq!(
+      *calls.borrow(),
+      [
+        "live 2 args",
+        "deferred files getConnection true",
+        "live 2 args"
+      ]
+    );
+  })
+  .await;
+}
+
+/// M1: `connectServers`' entries: config order, sources from a Map-like `get` or a plain
+/// object, and the configs argument checked; A31: the callback hears the status events.
+#[test]
+fn m1_entries_from_configs_and_sources_and_the_status_hook() {
+  let host = FakeHost::new();
+  let configs = v(json!({ "b": { "command": "b" }, "a": { "command": "a" } }));
+  let plain = v(json!({ "a": { "path": "/a.json" } }));
+  let read = super::entries(&host, &configs, &plain).unwrap();
+  let summary: Vec<(String, Json)> = read
+    .iter()
+    .map(|e| {
+      (
+        e.name.clone(),
+        e.source.as_ref().map_or(Json::Null, V::to_json),
+      )
+    })
+    .collect();
+  assert_eq!(
+    summary,
+    [
+      ("b".to_string(), Json::Null),
+      ("a".to_string(), json!({ "path": "/a.json" }))
+    ]
+  );
+  let map = v(json!({}));
+  map.set(
+    "get",
+    V::Callable(Rc::new(|args: Vec<V>| {
+      let found = v(json!({ "from": args[0].text().unwrap_or_default() }));
+      Box::pin(std::future::ready(Ok(found)))
+    })),
+  );
+  let read = super::entries(&host, &configs, &map).unwrap();
+  assert_eq!(
+    read[1].source.as_ref().map(V::to_json),
+    Some(json!({ "from": "a" }))
+  );
+  let refused = super::entries(&host, &v(json!([])), &V::Undefined).err();
+  assert_eq!(
+    refused
+      .map(|e| crate::host::Values::message(&host, &e))
+      .as_deref(),
+    Some("The \"configs\" argument must be an object")
+  );
+
+  let heard = Rc::new(RefCell::new(Vec::new()));
+  let seen = heard.clone();
+  let callback = V::Callable(Rc::new(move |args: Vec<V>| {
+    seen.borrow_mut().push(args[0].to_json());
+    Box::pin(std::future::ready(Ok(V::Undefined)))
+  }));
+  let hook = super::status_hook(&host, Some(callback), false);
+  hook(super::Status::Connecting(&[
+    "a".to_string(),
+    "b".to_string(),
+  ]));
+  assert_eq!(*heard.borrow(), [json!(["a", "b"])]);
+}

@@ -1,5 +1,7 @@
 //! M5: what the default tool objects hold, and what their `execute` does. A factory
 //! (`options.toolFactory`) replaces them; the host builds the objects.
+use std::rc::Rc;
+
 use super::host::{Compat, ManagerHost};
 use super::naming::{create_mcp_tool_name, create_v18_tool_name};
 use crate::host::Values;
@@ -69,6 +71,63 @@ fn parameters<H: Values>(host: &H, schema: &H::Value) -> Result<H::Value, H::Val
 /// `execute(args, signal)`: a live tool calls on its connection (the one object per server,
 /// updated in place by reconnects); a deferred one first waits for it through
 /// `this.waitForConnection` (W1).
+/// M5: the caller's `toolFactory`, when it gave one (an object).
+fn factory<H: ManagerHost>(h: &H) -> Option<H::Value> {
+  let options = h.options()?;
+  let factory = h.field(&options, "toolFactory").ok()?;
+  h.is_object(&factory).then_some(factory)
+}
+
+/// A factory's answer, as an array (anything else becomes no tools).
+fn as_array<H: Values>(h: &H, value: H::Value) -> Result<H::Value, H::Value> {
+  if h.items(&value).is_some() {
+    Ok(value)
+  } else {
+    h.array(Vec::new())
+  }
+}
+
+/// M5: a connected server's tools: `toolFactory.live(connection, definitions)` (A33:
+/// `reconnect` last), or the default ones.
+pub fn live<H: ManagerHost>(
+  h: &H,
+  name: &str,
+  connection: &H::Value,
+  definitions: &H::Value,
+  reconnect: Option<&H::Value>,
+) -> Result<H::Value, H::Value> {
+  let Some(factory) = factory(h) else {
+    return h.live_tools(name, connection, definitions, reconnect);
+  };
+  let mut args = vec![connection.clone(), definitions.clone()];
+  args.extend(reconnect.cloned());
+  as_array(h, h.call_now(&factory, "live", args)?)
+}
+
+/// M4/M5: tools from a cached listing: `toolFactory.deferred(name, definitions,
+/// getConnection, source)` (A33: `reconnect` last), or the default ones, which wait for the
+/// connection first. `getConnection` goes through the manager object (W1).
+pub fn deferred<H: ManagerHost>(
+  h: &H,
+  name: &str,
+  definitions: &H::Value,
+  source: Option<&H::Value>,
+  reconnect: Option<&H::Value>,
+) -> Result<H::Value, H::Value> {
+  let Some(factory) = factory(h) else {
+    return h.deferred_tools(name, definitions, source, reconnect);
+  };
+  let (host, server) = (h.clone(), name.to_string());
+  let get_connection = h.function(
+    "getConnection",
+    Rc::new(move |_| host.wait_for_connection(&server)),
+  )?;
+  let source = source.cloned().unwrap_or_else(|| h.undefined());
+  let mut args = vec![h.string(name), definitions.clone(), get_connection, source];
+  args.extend(reconnect.cloned());
+  as_array(h, h.call_now(&factory, "deferred", args)?)
+}
+
 pub async fn execute<H: ManagerHost>(
   host: H,
   server: String,

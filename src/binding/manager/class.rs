@@ -18,8 +18,8 @@ use crate::host::Values;
 use crate::manager::host::Compat;
 
 use crate::manager::{
-  discover_and_connect, inject_credential, names_a_credential, prepare_config, reconnect_options,
-  Entry, Manager, PrepareOptions, Status, StatusHook, Wait,
+  discover_and_connect, entries, inject_credential, names_a_credential, prepare_config,
+  reconnect_options, status_hook, Manager, PrepareOptions, Wait,
 };
 
 thread_local! {
@@ -37,20 +37,6 @@ fn optional(js: Js, value: Option<JsArg>) -> Option<Value> {
 
 fn type_error(js: Js, message: &str) -> Thrown {
   Thrown(js_error::type_error(js, message))
-}
-
-/// `sources[name]` from a plain object or a Map.
-fn source_of(js: Js, sources: Value, name: &str) -> Result<Option<Value>, Thrown> {
-  if js.type_of(sources) != sys::ValueType::napi_object {
-    return Ok(None);
-  }
-  let get = js.get(sources, "get")?;
-  let value = if js.is_function(get) && !js.is_array(sources) {
-    js.call(get, sources, &[js.string(name)])?
-  } else {
-    js.get(sources, name)?
-  };
-  Ok((!js.is_nullish(value)).then_some(value))
 }
 
 /// A `Promise<void>` of `work`: resolves with `undefined`, or rejects with its error.
@@ -254,41 +240,14 @@ impl JsMcpManager {
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let manager = self.bound(&this);
-    let configs = configs.0;
-    if !js.is_record(configs) {
-      let error = js_error::type_error(js, "The \"configs\" argument must be an object");
-      return finish(js, js.rejected(error));
-    }
-    let sources = sources.map_or_else(|| js.undefined(), |s| s.0);
-    let entries = (|| {
-      let mut entries = Vec::new();
-      for name in js.keys(configs)? {
-        let config = js.get(configs, &name)?;
-        let source = source_of(js, sources, &name)?;
-        entries.push(Entry {
-          config: Held::new(js, config),
-          source: source.map(|s| Held::new(js, s)),
-          name,
-        });
-      }
-      Ok::<_, Thrown>(entries)
-    })();
-    let entries = match entries {
+    let h = JsHost::new(js);
+    let sources = sources.map_or_else(|| h.undefined(), |s| h.hold(s.0));
+    let entries = match entries(&h, &h.hold(configs.0), &sources) {
       Ok(entries) => entries,
-      Err(Thrown(error)) => return finish(js, js.rejected(error)),
+      Err(error) => return finish(js, js.rejected(error.get(js))),
     };
-    let callback = on_connecting
-      .map(|c| c.0)
-      .filter(|c| js.is_function(*c))
-      .map(|c| Held::new(js, c));
     let v18 = manager.settings_compat() == Compat::V18;
-    let status: StatusHook = Rc::new(move |event: Status<'_>| {
-      let Some(callback) = &callback else { return };
-      if let Some(Ok(argument)) = event.argument(&JsHost::new(js), v18) {
-        // The connects are registered already; a throwing callback only loses itself.
-        let _ = js.call(callback.get(js), js.undefined(), &[argument.get(js)]);
-      }
-    });
+    let status = status_hook(&h, on_connecting.map(|c| h.hold(c.0)), v18);
     let host = manager.host().clone();
     let connecting = async move {
       let report = manager.connect_servers(entries, status).await?;

@@ -270,19 +270,19 @@ impl ManagerHost for JsManagerHost {
     name: &str,
     connection: &Held,
     definitions: &Held,
-    reconnect: Option<&Held>,
+    _reconnect: Option<&Held>,
   ) -> Result<Held, Held> {
-    tools::live(self, name, connection, definitions, reconnect)
+    tools::build(self, name, definitions, Some(connection))
   }
 
   fn deferred_tools(
     &self,
     name: &str,
     definitions: &Held,
-    source: Option<&Held>,
-    reconnect: Option<&Held>,
+    _source: Option<&Held>,
+    _reconnect: Option<&Held>,
   ) -> Result<Held, Held> {
-    tools::deferred(self, name, definitions, source, reconnect)
+    tools::build(self, name, definitions, None)
   }
 
   fn cache_get(&self, name: &str, config: &Held) -> Option<Pending<Held>> {

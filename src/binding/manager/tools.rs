@@ -6,7 +6,6 @@ use napi_derive::napi;
 use super::JsManagerHost;
 use crate::binding::client::start_tool_call;
 use crate::binding::executor;
-use crate::binding::host::call_method;
 use crate::binding::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use crate::binding::js_error::finish;
 use crate::manager::naming::{create_mcp_tool_name, parse_mcp_tool_name};
@@ -14,80 +13,15 @@ use crate::manager::ordering::js_string_order;
 use crate::manager::subscription_epoch::post_action;
 use crate::manager::tools::{default_tools, execute};
 
-fn factory(host: &JsManagerHost) -> Option<Value> {
-  let js = host.js();
-  host
-    .option("toolFactory")
-    .filter(|f| js.type_of(*f) == sys::ValueType::napi_object)
-}
-
-/// A factory's answer, as an array (anything else becomes no tools).
-fn as_array(js: Js, value: Value) -> Result<Value, Thrown> {
-  if js.is_array(value) {
-    Ok(value)
-  } else {
-    js.array(0)
-  }
-}
-
 fn held(js: Js, result: Result<Value, Thrown>) -> Result<Held, Held> {
   result
     .map(|v| Held::new(js, v))
     .map_err(|Thrown(e)| Held::new(js, e))
 }
 
-/// Live tools of a connected server: `toolFactory.live(connection, definitions)` or ours.
-pub(super) fn live(
-  host: &JsManagerHost,
-  name: &str,
-  connection: &Held,
-  definitions: &Held,
-  reconnect: Option<&Held>,
-) -> Result<Held, Held> {
-  let js = host.js();
-  if let Some(factory) = factory(host) {
-    let mut args = vec![connection.get(js), definitions.get(js)];
-    args.extend(reconnect.map(|r| r.get(js)));
-    let built = call_method(js, factory, "live", &args);
-    return held(js, built.and_then(|b| as_array(js, b)));
-  }
-  build(host, name, definitions, Some(connection))
-}
-
-/// Deferred tools from a cached listing (M4): `toolFactory.deferred(serverName,
-/// definitions, getConnection, source)` or ours.
-pub(super) fn deferred(
-  host: &JsManagerHost,
-  name: &str,
-  definitions: &Held,
-  source: Option<&Held>,
-  reconnect: Option<&Held>,
-) -> Result<Held, Held> {
-  let js = host.js();
-  let Some(factory) = factory(host) else {
-    return build(host, name, definitions, None);
-  };
-  let built = (|| {
-    let waiter = host.clone();
-    let server = name.to_string();
-    // Through the object, so an override of `waitForConnection` applies (W1).
-    let get_connection = js.closure("getConnection", move |js, _| match waiter.this() {
-      Some(this) => call_method(js, this, "waitForConnection", &[js.string(&server)]),
-      None => js.rejected(js.error(
-        crate::binding::js::ErrorKind::Error,
-        &format!("MCP server not connected: {server}"),
-      )),
-    })?;
-    let source = source.map_or_else(|| js.undefined(), |s| s.get(js));
-    let mut args = vec![js.string(name), definitions.get(js), get_connection, source];
-    args.extend(reconnect.map(|r| r.get(js)));
-    as_array(js, call_method(js, factory, "deferred", &args)?)
-  })();
-  held(js, built)
-}
-
-/// The default tools as JS objects; `execute` runs the core's flow.
-fn build(
+/// M5's default tools as JS objects, a connected server's or (without a connection) a
+/// cached listing's; `execute` runs the core's flow.
+pub(super) fn build(
   host: &JsManagerHost,
   server: &str,
   definitions: &Held,
