@@ -8,7 +8,8 @@ use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::{self, thrown};
 use super::js_side::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, auth_error_accessors, create_connected, runtime_handle, transport_class, StartableClass,
+  attach, auth_error_accessors, create_connected, runtime_handle, started, transport_class,
+  StartableClass,
 };
 use crate::transport::http::{HttpConfig, HttpTransport};
 
@@ -97,11 +98,7 @@ impl JsHttpTransport {
   #[napi(ts_args_type = "", ts_return_type = "Promise<void>")]
   pub fn connect(&mut self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = match self.start(js, this.object.0) {
-      Ok(()) => js.resolved(js.undefined()),
-      Err(error) => js.rejected(error),
-    };
-    result.map(JsRaw).map_err(|t| thrown(js, t))
+    started(js, self.start(js, this.object.0))
   }
 
   /// O1: completes the two-step flow of `config.authProvider`: after a request rejected

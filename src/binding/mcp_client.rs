@@ -4,7 +4,7 @@ use napi::bindgen_prelude::JavaScriptClassExt;
 use napi::Env;
 use napi_derive::napi;
 
-use super::client::{call_tool, connect_request, disconnect_server, list_tools};
+use super::client::{call_tool, connect_request, disconnect_server, list_tools, optional};
 use super::executor;
 use super::host::JsHost;
 use super::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
@@ -25,13 +25,6 @@ impl JsMcpClient {
     JsHost::new(self.connection.js())
   }
 
-  fn options(js: Js, options: Option<JsArg>) -> Option<Held> {
-    options
-      .map(|o| o.0)
-      .filter(|o| !js.is_nullish(*o))
-      .map(|o| Held::new(js, o))
-  }
-
   /// `transport.request(method, params, options)`, as a promise resolving to its result.
   fn request(
     &self,
@@ -42,7 +35,7 @@ impl JsMcpClient {
   ) -> Result<Value, Thrown> {
     let host = self.host();
     let connection = self.connection.clone();
-    let options = Self::options(js, options);
+    let options = optional(js, options);
     let params: Vec<(&str, Held)> = params
       .into_iter()
       .filter(|(_, value)| !js.is_nullish(*value))
@@ -59,7 +52,7 @@ impl JsMcpClient {
   fn list(&self, js: Js, listing: Listing, options: Option<JsArg>) -> Result<Value, Thrown> {
     let host = self.host();
     let connection = self.connection.clone();
-    let options = Self::options(js, options);
+    let options = optional(js, options);
     executor::promise(js, resources::list(host, connection, listing, options))
   }
 
@@ -163,7 +156,7 @@ impl JsMcpClient {
     let js = Js::new(env.raw());
     let host = self.host();
     let connection = self.connection.clone();
-    let options = Self::options(js, options);
+    let options = optional(js, options);
     let pinging = async move {
       let transport = connection_transport(&host, &connection)?;
       crate::client::removed_methods::ping(&host, &connection, &transport, options).await
@@ -277,7 +270,7 @@ impl JsMcpClient {
     let js = Js::new(env.raw());
     let host = self.host();
     let connection = self.connection.clone();
-    let options = Self::options(js, options);
+    let options = optional(js, options);
     let level = host.hold(level.0);
     let setting = async move {
       let transport = connection_transport(&host, &connection)?;

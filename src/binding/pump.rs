@@ -13,6 +13,7 @@ use super::loop_spin;
 use super::server_request;
 use super::tree_value::build_tree;
 use crate::runtime::turn::{TurnBudget, CHUNK_EVENTS};
+use crate::session::runs::{pieces, Piece};
 use crate::session::Event;
 
 /// Runs `read` (a host reader's read, on the JS thread) and delivers the events it emits
@@ -110,57 +111,20 @@ fn schedule_turn(js: Js, side: &Shared) -> bool {
 }
 
 fn deliver_chunk(js: Js, side: &Shared, events: Vec<Event>) {
-  let mut events = events.into_iter().peekable();
-  while let Some(event) = events.next() {
-    // A run of plain results or notifications shares one JSON.parse (one napi call and one
-    // string instead of one each); order is unchanged (T3).
-    let batchable = |e: &Event| {
-      matches!(
-        e,
-        Event::Settled {
-          outcome: Ok(Some(_)),
-          ..
-        } | Event::Notification { .. }
-      )
-    };
-    if batchable(&event) && events.peek().is_some_and(batchable) {
-      let mut run = vec![event];
-      while let Some(next) = events.next_if(batchable) {
-        run.push(next);
-      }
-      dispatch_run(js, side, run);
-    } else {
-      dispatch(js, side, event);
+  for piece in pieces(events) {
+    match piece {
+      Piece::One(event) => dispatch(js, side, event),
+      Piece::Run { events, array } => dispatch_run(js, side, events, &array),
     }
   }
 }
 
-/// Parses the payloads of a run of results and notifications as one JSON array.
-fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>) {
-  fn payload(event: &Event) -> Option<&str> {
-    match event {
-      Event::Settled {
-        outcome: Ok(Some(result)),
-        ..
-      } => Some(result.get()),
-      Event::Notification { params, .. } => params.as_deref(),
-      _ => None,
-    }
-  }
-  let bytes: usize = run.iter().map(|e| payload(e).map_or(4, str::len) + 1).sum();
-  let mut text = String::with_capacity(bytes + 2);
-  text.push('[');
-  for (i, event) in run.iter().enumerate() {
-    if i > 0 {
-      text.push(',');
-    }
-    text.push_str(payload(event).unwrap_or("null"));
-  }
-  text.push(']');
+/// A run of results and notifications whose payloads are `array`, parsed at once.
+fn dispatch_run(js: Js, side: &Shared, run: Vec<Event>, array: &str) {
   // Params Rust did not check might still parse some other way: the count shows whether
   // each stood for exactly one element.
   let parsed = js
-    .json_parse(&text)
+    .json_parse(array)
     .ok()
     .filter(|values| js.array_length(*values) as usize == run.len());
   let Some(values) = parsed else {

@@ -10,7 +10,8 @@ use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::{self, thrown};
 use super::js_side::{CallbackSlot, JsSide, Shared};
 use super::transport_class::{
-  attach, callback_value, create_connected, runtime_handle, transport_class, StartableClass,
+  attach, callback_value, create_connected, runtime_handle, started, transport_class,
+  StartableClass,
 };
 use crate::transport::stdio::{HostReader, StdioConfig, StdioTransport};
 
@@ -117,11 +118,7 @@ impl JsStdioTransport {
   #[napi(ts_args_type = "", ts_return_type = "Promise<void>")]
   pub fn connect(&mut self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let result = match self.start(js, this.object.0) {
-      Ok(()) => js.resolved(js.undefined()),
-      Err(error) => js.rejected(error),
-    };
-    result.map(JsRaw).map_err(|t| thrown(js, t))
+    started(js, self.start(js, this.object.0))
   }
 
   /// S5: stderr text of the server, as it arrives.

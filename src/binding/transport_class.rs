@@ -100,6 +100,17 @@ pub fn create_connected<T: StartableClass>(env: napi::Env, config: Value) -> nap
   finish(js, result)
 }
 
+/// `connect()`'s promise, for a transport that starts (or fails to) at once.
+pub fn started(js: Js, started: Result<(), Value>) -> napi::Result<JsRaw> {
+  let settled = match started {
+    Ok(()) => js.resolved(js.undefined()),
+    Err(error) => js.rejected(error),
+  };
+  settled
+    .map(JsRaw)
+    .map_err(|t| super::js_error::thrown(js, t))
+}
+
 macro_rules! transport_class {
   ($class:ty) => {
     #[napi_derive::napi]

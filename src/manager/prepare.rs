@@ -90,6 +90,15 @@ impl PrepareOptions {
   }
 }
 
+/// E2: the `config` argument of the overridable methods must be a plain object.
+fn config_argument<H: Values>(host: &H, config: &H::Value) -> Result<(), H::Value> {
+  if crate::config::is_record(host, config) {
+    Ok(())
+  } else {
+    Err(host.type_error("The \"config\" argument must be an object"))
+  }
+}
+
 /// M3/A37 `prepareConfig(config, options)`: `this.resolveCredentials(config, {forceRefresh})`
 /// unless `oauth` is off, then a copy of that config whose entries are a copy of its own
 /// with the values resolved; the entries field is set when the config had one or something
@@ -99,6 +108,7 @@ pub async fn prepare_config<H: ManagerHost>(
   config: &H::Value,
   options: PrepareOptions,
 ) -> Result<H::Value, H::Value> {
+  config_argument(host, config)?;
   let config = if options.oauth {
     host
       .resolve_credentials(config, options.force_refresh)
@@ -118,6 +128,7 @@ pub async fn inject_credential<H: ManagerHost>(
   host: &H,
   config: &H::Value,
 ) -> Result<H::Value, H::Value> {
+  config_argument(host, config)?;
   let json = json_of(host, config)?.unwrap_or(Json::Null);
   let Some(access) = access_token(host, &json).await else {
     return Ok(config.clone());

@@ -4,6 +4,7 @@
 //! order, and the JS side's handles for each request are kept in the same table.
 pub mod queue;
 mod requests;
+pub mod runs;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -187,13 +187,8 @@ impl JsMcpManager {
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let manager = self.bound(&this);
-    let config = config.0;
-    if !js.is_record(config) {
-      let error = js_error::type_error(js, "The \"config\" argument must be an object");
-      return finish(js, js.rejected(error));
-    }
     let host = manager.host().clone();
-    let config = Held::new(js, config);
+    let config = Held::new(js, config.0);
     let options = optional(js, options).map(|o| Held::new(js, o));
     let options = PrepareOptions::read(&host, options.as_ref());
     let preparing = async move { prepare_config(&host, &config, options).await };
@@ -210,10 +205,6 @@ impl JsMcpManager {
     _options: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    if !js.is_record(config.0) {
-      let error = js_error::type_error(js, "The \"config\" argument must be an object");
-      return finish(js, js.rejected(error));
-    }
     let host = self.manager.host().clone();
     let config = Held::new(js, config.0);
     finish(
