@@ -122,6 +122,9 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
    * sent to another origin, and generated headers win over them whatever their case;
    * redirects are followed by the transport (at most 5, a POST's 301/302/303 refused). */
   headerPolicy?: "origin-locked";
+  /** H10: CA certificates this server's TLS certificate may chain to, besides the system's
+   * roots and `NODE_EXTRA_CA_CERTS`: PEM text, a PEM file's path, or several of those. */
+  ca?: string | string[];
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
   oauth?: MCPOAuthOptions;
@@ -136,6 +139,8 @@ export interface MCPSseServerConfig extends MCPServerConfigBase {
   headers?: Record<string, string>;
   /** A2/A24: see `MCPHttpServerConfig.headerPolicy`. */
   headerPolicy?: "origin-locked";
+  /** H10: see `MCPHttpServerConfig.ca`. */
+  ca?: string | string[];
   reconnect?: MCPStreamResumption;
   /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
   oauth?: MCPOAuthOptions;

@@ -132,6 +132,35 @@ pub fn http_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult<HttpC
     oauth: oauth_settings(host, config)?,
     auth_error_hook: Default::default(),
     origin_locked: origin_locked(host, config)?,
+    trust: trust(host, config)?,
+  })
+}
+
+/// H10: `ca`, a server's own CA certificates: PEM text, or the path of a PEM file (read
+/// now), or an array of those. `insecure` is the binding's to set, from the runtime.
+fn trust<H: Values>(host: &H, config: &H::Value) -> ConfigResult<crate::http_client::Trust> {
+  const MUST: &str = "The \"ca\" field must be PEM text, a PEM file's path, or an array of those";
+  let Some(value) = field(host, config, "ca")? else {
+    return Ok(Default::default());
+  };
+  let entries = match host.items(&value) {
+    Some(items) => items,
+    None => vec![value],
+  };
+  let ca = entries
+    .iter()
+    .map(|entry| {
+      let text = host.as_string(entry).ok_or_else(|| MUST.to_string())?;
+      if crate::http_client::is_pem(&text) {
+        return Ok(text);
+      }
+      std::fs::read_to_string(&text)
+        .map_err(|e| format!("The \"ca\" file {text} cannot be read: {e}"))
+    })
+    .collect::<ConfigResult<Vec<String>>>()?;
+  Ok(crate::http_client::Trust {
+    ca,
+    insecure: false,
   })
 }
 
@@ -175,6 +204,7 @@ pub fn legacy_sse_config<H: Values>(host: &H, config: &H::Value) -> ConfigResult
     string_ids: string_ids(host, config)?,
     auth_error_hook: Default::default(),
     origin_locked: origin_locked(host, config)?,
+    trust: trust(host, config)?,
   })
 }
 

@@ -1,12 +1,115 @@
-//! H10: the one HTTP client builder, below both the transports and the OAuth flow.
+//! H10: the one HTTP client builder, below both the transports and the OAuth flow, with the
+//! trust conventions of Node and Bun: the system's roots, plus the PEM file
+//! `NODE_EXTRA_CA_CERTS` names (read once per process), plus a server's own `ca`; and no
+//! certificate checks only when the calling runtime has `NODE_TLS_REJECT_UNAUTHORIZED=0`.
+use std::sync::OnceLock;
 
-/// H10: an HTTP client builder, with rustls's crypto provider (ring) installed once for the
-/// process first, as reqwest without a provider of its own requires.
+use reqwest::Certificate;
+
+/// What one client trusts beyond the system's roots and `NODE_EXTRA_CA_CERTS`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trust {
+  /// A server's own CA certificates, as PEM text.
+  pub ca: Vec<String>,
+  /// `NODE_TLS_REJECT_UNAUTHORIZED=0` in the calling runtime: certificates go unchecked.
+  pub insecure: bool,
+}
+
+/// Node's warning, once per process, when `NODE_TLS_REJECT_UNAUTHORIZED` turns checks off.
+pub const INSECURE_WARNING: &str = "Setting the NODE_TLS_REJECT_UNAUTHORIZED environment variable to '0' makes TLS connections and HTTPS requests insecure by disabling certificate verification.";
+
+/// Whether `NODE_TLS_REJECT_UNAUTHORIZED` (the runtime's `process.env` value) turns
+/// certificate checks off: only the exact text `"0"` does, as in Node.
+pub fn insecure_by(value: Option<&str>) -> bool {
+  value == Some("0")
+}
+
+/// What Node prints when `NODE_EXTRA_CA_CERTS` cannot be used; the certificates are then
+/// ignored and everything else goes on.
+fn ignored_extra_certs(file: &str, reason: &str) -> String {
+  format!("Warning: Ignoring extra certs from `{file}`, load failed: {reason}")
+}
+
+/// `NODE_EXTRA_CA_CERTS`' certificates, read the first time a client is built.
+fn process_extra_certs() -> &'static [Certificate] {
+  static EXTRA: OnceLock<Vec<Certificate>> = OnceLock::new();
+  EXTRA.get_or_init(|| {
+    let Some(file) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|f| !f.is_empty()) else {
+      return Vec::new();
+    };
+    let file = file.to_string_lossy().into_owned();
+    let certs = std::fs::read(&file)
+      .map_err(|e| e.to_string())
+      .and_then(|pem| pem_certificates(&pem));
+    certs.unwrap_or_else(|reason| {
+      eprintln!("{}", ignored_extra_certs(&file, &reason));
+      Vec::new()
+    })
+  })
+}
+
+/// The certificates of a PEM bundle; none at all is an error.
+fn pem_certificates(pem: &[u8]) -> Result<Vec<Certificate>, String> {
+  let certs = Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())?;
+  if certs.is_empty() {
+    return Err("no certificate in the PEM text".to_string());
+  }
+  Ok(certs)
+}
+
+/// Whether `text` is PEM (else it names a file).
+pub fn is_pem(text: &str) -> bool {
+  text.contains("-----BEGIN ")
+}
+
+/// H10: a client builder trusting what `trust` adds, with rustls's crypto provider (ring)
+/// installed once for the process first, as reqwest without a provider of its own requires.
+///
+/// # Errors
+/// A `ca` entry that holds no certificate.
+pub fn builder_trusting(trust: &Trust) -> Result<reqwest::ClientBuilder, String> {
+  let mut builder = builder();
+  for pem in &trust.ca {
+    builder = builder.tls_certs_merge(pem_certificates(pem.as_bytes())?);
+  }
+  if trust.insecure {
+    builder = builder.tls_danger_accept_invalid_certs(true);
+  }
+  Ok(builder)
+}
+
+/// H10: a client builder trusting the system's roots and `NODE_EXTRA_CA_CERTS`.
 pub fn builder() -> reqwest::ClientBuilder {
   static PROVIDER: std::sync::Once = std::sync::Once::new();
   PROVIDER.call_once(|| {
     // Another part of the process may have installed one already; that one is kept.
     let _ = rustls::crypto::ring::default_provider().install_default();
   });
-  reqwest::Client::builder()
+  let builder = reqwest::Client::builder();
+  let extra = process_extra_certs();
+  if extra.is_empty() {
+    builder
+  } else {
+    builder.tls_certs_merge(extra.iter().cloned())
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn h10_pem_text_is_told_from_a_path_and_an_empty_bundle_is_refused() {
+    assert!(is_pem("-----BEGIN CERTIFICATE-----\nMII…"));
+    assert!(!is_pem("/etc/ssl/ca.pem"));
+    let refused = builder_trusting(&Trust {
+      ca: vec!["-----BEGIN NOTHING-----".into()],
+      insecure: false,
+    });
+    assert!(refused.is_err());
+    assert_eq!(
+      ignored_extra_certs("/x.pem", "No such file or directory (os error 2)"),
+      "Warning: Ignoring extra certs from `/x.pem`, load failed: No such file or directory (os error 2)"
+    );
+  }
 }

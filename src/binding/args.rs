@@ -26,6 +26,27 @@ pub fn host_environment(js: Js) -> Vec<(OsString, OsString)> {
   from_js.unwrap_or_else(|| std::env::vars_os().collect())
 }
 
+/// H10: `NODE_TLS_REJECT_UNAUTHORIZED` as the calling runtime has it now: `"0"` turns
+/// certificate checks off, with Node's warning once per process (`process.emitWarning`).
+pub fn tls_insecure(js: Js) -> bool {
+  static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+  let value = (|| {
+    let process = js.get(js.global(), "process").ok()?;
+    let env = js.get(process, "env").ok()?;
+    js.get(env, "NODE_TLS_REJECT_UNAUTHORIZED")
+      .ok()
+      .and_then(|v| js.rust_string(v))
+  })();
+  let insecure = crate::http_client::insecure_by(value.as_deref());
+  if insecure && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+    if let Ok(process) = js.get(js.global(), "process") {
+      let warning = js.string(crate::http_client::INSECURE_WARNING);
+      let _ = super::host::call_method(js, process, "emitWarning", &[warning]);
+    }
+  }
+  insecure
+}
+
 /// T2: `method` must be a string.
 pub fn method(js: Js, value: Value) -> ArgResult<String> {
   js.rust_string(value)

@@ -29,8 +29,9 @@ impl StartableClass for JsHttpTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
     let host = JsHost::new(js);
     let config_value = config;
-    let config = crate::config::http_config(&host, &host.hold(config))
+    let mut config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
+    config.trust.insecure = super::args::tls_insecure(js);
     let side = JsSide::new(js.env, super::pump::deliver)?;
     side.borrow_mut().timeout_input = super::timeout_resolver::config_input(js, config_value);
     if let Some(settings) = &config.oauth {

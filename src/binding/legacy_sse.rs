@@ -33,8 +33,9 @@ impl JsLegacySseTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
     let host = JsHost::new(js);
     let timeout_input = super::timeout_resolver::config_input(js, config);
-    let config = crate::config::legacy_sse_config(&host, &host.hold(config))
+    let mut config = crate::config::legacy_sse_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
+    config.trust.insecure = super::args::tls_insecure(js);
     let side = JsSide::new(js.env, super::pump::deliver)?;
     side.borrow_mut().timeout_input = timeout_input;
     Ok(JsLegacySseTransport {

@@ -10,9 +10,20 @@ use crate::error::{errno_name, CoreError};
 use crate::protocol::destination;
 use crate::protocol::redirects::{self, FetchHop, Hop};
 
-/// The client builder for a transport: it follows no redirect on its own.
-pub fn client_builder() -> reqwest::ClientBuilder {
-  crate::http_client::builder().redirect(reqwest::redirect::Policy::none())
+/// The client builder for a transport: it trusts what `trust` adds and follows no redirect
+/// on its own.
+///
+/// # Errors
+/// A `ca` entry that holds no certificate.
+pub fn client_builder(
+  trust: &crate::http_client::Trust,
+) -> Result<reqwest::ClientBuilder, CoreError> {
+  let builder =
+    crate::http_client::builder_trusting(trust).map_err(|reason| CoreError::Network {
+      message: format!("The \"ca\" certificates cannot be used: {reason}"),
+      code: None,
+    })?;
+  Ok(builder.redirect(reqwest::redirect::Policy::none()))
 }
 
 /// One request to `url`. `locked_to` is the configured URL of an origin-locked transport;
@@ -125,7 +136,10 @@ mod tests {
   }
 
   async fn post(url: &str, locked: bool) -> Result<Response, CoreError> {
-    let client = client_builder().build().unwrap();
+    let client = client_builder(&Default::default())
+      .unwrap()
+      .build()
+      .unwrap();
     let url = Url::parse(url).unwrap();
     let locked_to = locked.then_some(&url);
     let body = Some(Bytes::from_static(b"{}"));

@@ -57,6 +57,8 @@ pub struct HttpConfig {
   pub auth_error_hook: Arc<AtomicBool>,
   /// A24 `headerPolicy: "origin-locked"`.
   pub origin_locked: bool,
+  /// H10: the server's own CAs, and whether the runtime asked for no checks.
+  pub trust: crate::http_client::Trust,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -118,9 +120,8 @@ impl HttpTransport {
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
     // H10: one pool per transport; proxies from HTTPS_PROXY/HTTP_PROXY/NO_PROXY.
-    let client = crate::transport::fetch::client_builder()
-      .build()
-      .map_err(|e| network_error(&config.url, &e))?;
+    let client = crate::transport::fetch::client_builder(&config.trust)
+      .and_then(|builder| builder.build().map_err(|e| network_error(&config.url, &e)))?;
     let headers = compose_headers(&config.headers);
     let mode = if config.allow_legacy {
       Mode::Probing
@@ -1455,6 +1456,7 @@ mod tests {
       oauth: None,
       auth_error_hook: Arc::default(),
       origin_locked: false,
+      trust: Default::default(),
     }
   }
 

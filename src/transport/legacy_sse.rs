@@ -53,6 +53,8 @@ pub struct LegacySseConfig {
   pub auth_error_hook: Arc<AtomicBool>,
   /// A24 `headerPolicy: "origin-locked"`.
   pub origin_locked: bool,
+  /// H10: the server's own CAs, and whether the runtime asked for no checks.
+  pub trust: crate::http_client::Trust,
 }
 
 pub use crate::error::LegacySseError;
@@ -111,9 +113,8 @@ impl LegacySseTransport {
     runtime: &Handle,
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
-    let client = crate::transport::fetch::client_builder()
-      .build()
-      .map_err(|e| network_error(&config.url, &e))?;
+    let client = crate::transport::fetch::client_builder(&config.trust)
+      .and_then(|builder| builder.build().map_err(|e| network_error(&config.url, &e)))?;
     let (outbox, outgoing) = mpsc::unbounded_channel();
     // The transport times each phase itself (T7); the session only what a caller's own
     // timeouts ask for (P4).
@@ -654,6 +655,7 @@ mod tests {
       string_ids: false,
       auth_error_hook: Default::default(),
       origin_locked: false,
+      trust: Default::default(),
     }
   }
 

@@ -1,0 +1,97 @@
+// H10: whom the HTTP transports trust, as Node's and Bun's own fetch do: the system's roots,
+// NODE_EXTRA_CA_CERTS (read once per process), a server's own `ca`, and nothing checked
+// only with NODE_TLS_REJECT_UNAUTHORIZED=0. A CA and a leaf it signed, made for the test.
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// @ts-ignore a fixture in plain JS
+import { makeCa, startHttps } from "./fixtures/tls-ca.mjs";
+import { native } from "./helpers";
+
+let ca: any;
+let server: { url: string; close: () => Promise<void> };
+
+beforeAll(async () => {
+  ca = makeCa();
+  server = await startHttps(ca);
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const echo = async (config: Record<string, unknown>) => {
+  const connection = await native.connectToServer("tls", { type: "http", url: server.url, ...config });
+  try {
+    const result: any = await native.callTool(connection, "echo", { text: "over TLS" });
+    return result.content[0].text;
+  } finally {
+    await native.disconnectServer(connection);
+  }
+};
+
+describe("H10 trust", () => {
+  it("H10: a certificate from an unknown CA is refused, naming the problem and the URL without its secrets", async () => {
+    const connection: any = await native
+      .connectToServer("tls", { type: "http", url: `${server.url}?token=s3cret`, timeout: 5000 })
+      .catch((e: unknown) => e);
+    expect(connection).toBeInstanceOf(Error);
+    expect(connection.message).toMatch(/invalid peer certificate: UnknownIssuer/);
+    expect(connection.message).toContain("https://127.0.0.1:");
+    expect(connection.message).not.toContain("s3cret");
+  });
+
+  it("H10: the server's own `ca`, as PEM text, a path, or a list, is trusted for that server", async () => {
+    await expect(echo({ ca: ca.ca })).resolves.toBe("over TLS");
+    await expect(echo({ ca: ca.caPath })).resolves.toBe("over TLS");
+    await expect(echo({ ca: [ca.caPath] })).resolves.toBe("over TLS");
+    const legacy = new native.LegacySseTransport({ type: "sse", url: server.url, ca: ca.ca, timeout: 2000 });
+    // A JSON endpoint is no event stream: the handshake got past TLS to say so.
+    await expect(legacy.connect()).rejects.toThrow(/Legacy SSE|HTTP 405/);
+  });
+
+  it("H10: a `ca` that is neither PEM nor a readable file is a TypeError naming the field", async () => {
+    const missing: any = await native.createHttpTransport({ type: "http", url: server.url, ca: "/no/such/ca.pem" }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(TypeError);
+    expect(missing.message).toContain('"ca"');
+    const wrong: any = await native.createHttpTransport({ type: "http", url: server.url, ca: 42 } as any).catch((e: unknown) => e);
+    expect(wrong).toBeInstanceOf(TypeError);
+  });
+
+  it("H10: NODE_EXTRA_CA_CERTS is trusted (read at start, as Node reads it), by us and by Node's fetch alike", async () => {
+    const script = `
+      const native = require(${JSON.stringify(fileURLToPath(new URL("../index.js", import.meta.url)))});
+      const url = ${JSON.stringify(server.url)};
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+      (async () => {
+        const viaFetch = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } }).then((r) => r.status);
+        const answer = await native.callMCP(url, "ping");
+        console.log(JSON.stringify({ viaFetch, answer: answer.result }));
+      })().catch((e) => { console.log(JSON.stringify({ error: String(e && e.message) })); });`;
+    const run = promisify(execFile);
+    const trusted = await run(process.execPath, ["-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: ca.caPath } });
+    expect(JSON.parse(trusted.stdout)).toEqual({ viaFetch: 200, answer: {} });
+    const untrusted = await run(process.execPath, ["-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: "" } });
+    expect(JSON.parse(untrusted.stdout).error).toMatch(/fetch failed/);
+  });
+
+  it("H10: NODE_TLS_REJECT_UNAUTHORIZED=0 turns checks off, with Node's warning once; never by default", async () => {
+    const warnings: string[] = [];
+    const listener = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", listener);
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = "0";
+    try {
+      await expect(echo({})).resolves.toBe("over TLS");
+      await expect(echo({})).resolves.toBe("over TLS");
+    } finally {
+      delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off("warning", listener);
+    const ours = warnings.filter((w) => w.includes("NODE_TLS_REJECT_UNAUTHORIZED"));
+    expect(ours).toEqual([
+      "Setting the NODE_TLS_REJECT_UNAUTHORIZED environment variable to '0' makes TLS connections and HTTPS requests insecure by disabling certificate verification.",
+    ]);
+    await expect(echo({ timeout: 5000 })).rejects.toThrow(/invalid peer certificate/);
+  });
+});
