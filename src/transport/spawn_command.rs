@@ -469,21 +469,7 @@ mod posix_path {
   /// The segments of `path` with `.`, empty ones and `..` folded (`..` kept at the start of
   /// a relative path), joined by `/`.
   fn normalize_segments(path: &str, allow_above_root: bool) -> String {
-    let mut segments: Vec<&str> = Vec::new();
-    for segment in path.split('/') {
-      match segment {
-        "" | "." => {}
-        ".." => match segments.last() {
-          Some(&last) if last != ".." => {
-            segments.pop();
-          }
-          _ if allow_above_root => segments.push(".."),
-          _ => {}
-        },
-        segment => segments.push(segment),
-      }
-    }
-    segments.join("/")
+    crate::transport::win32_path::fold_segments(path.split('/'), allow_above_root).join("/")
   }
 
   pub fn normalize(path: &str) -> String {

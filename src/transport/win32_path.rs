@@ -43,24 +43,31 @@ pub fn is_absolute(path: &str) -> bool {
   split_root(path).1
 }
 
-/// `rest`'s segments with `.`, empty ones and `..` folded (`..` kept at the start of a path
-/// without a root), joined by `\`.
-fn normalize_segments(rest: &str, allow_above_root: bool) -> String {
-  let mut segments: Vec<&str> = Vec::new();
-  for segment in rest.split(is_separator) {
+/// Path segments with `.`, empty ones and `..` folded (`..` kept at the start of a path
+/// without a root), as both of Node's `path` flavours fold them.
+pub fn fold_segments<'a>(
+  segments: impl Iterator<Item = &'a str>,
+  allow_above_root: bool,
+) -> Vec<&'a str> {
+  let mut folded: Vec<&str> = Vec::new();
+  for segment in segments {
     match segment {
       "" | "." => {}
-      ".." => match segments.last() {
+      ".." => match folded.last() {
         Some(&last) if last != ".." => {
-          segments.pop();
+          folded.pop();
         }
-        _ if allow_above_root => segments.push(".."),
+        _ if allow_above_root => folded.push(".."),
         _ => {}
       },
-      segment => segments.push(segment),
+      segment => folded.push(segment),
     }
   }
-  segments.join("\\")
+  folded
+}
+
+fn normalize_segments(rest: &str, allow_above_root: bool) -> String {
+  fold_segments(rest.split(is_separator), allow_above_root).join("\\")
 }
 
 pub fn normalize(path: &str) -> String {
