@@ -39,9 +39,16 @@ pub fn tls_insecure(js: Js) -> bool {
   })();
   let insecure = crate::http_client::insecure_by(value.as_deref());
   if insecure && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-    if let Ok(process) = js.get(js.global(), "process") {
-      let warning = js.string(crate::http_client::INSECURE_WARNING);
-      let _ = super::host::call_method(js, process, "emitWarning", &[warning]);
+    let process = js.get(js.global(), "process");
+    let emit = process.and_then(|p| Ok((p, js.get(p, "emitWarning")?)));
+    if let Ok((process, emit)) = emit {
+      if js.is_function(emit) {
+        let _ = js.call(
+          emit,
+          process,
+          &[js.string(crate::http_client::INSECURE_WARNING)],
+        );
+      }
     }
   }
   insecure
