@@ -40,12 +40,30 @@ fn process_extra_certs() -> &'static [Certificate] {
     let file = file.to_string_lossy().into_owned();
     let certs = std::fs::read(&file)
       .map_err(|e| e.to_string())
-      .and_then(|pem| pem_certificates(&pem));
+      .and_then(|pem| pem_certificates(&pem))
+      .and_then(taken_as_roots);
     certs.unwrap_or_else(|reason| {
       eprintln!("{}", ignored_extra_certs(&file, &reason));
       Vec::new()
     })
   })
+}
+
+/// `certs`, if the platform's verifier takes them as extra roots. Wine's CryptoAPI refuses
+/// any (`E_INVALIDARG`), and a client that cannot be built fails plain http too; Node goes
+/// on without certificates it cannot load, and so do we.
+fn taken_as_roots(certs: Vec<Certificate>) -> Result<Vec<Certificate>, String> {
+  let probe = reqwest::Client::builder().tls_certs_merge(certs.iter().cloned());
+  match probe.build() {
+    Ok(_) => Ok(certs),
+    Err(error) => {
+      let mut cause: &dyn std::error::Error = &error;
+      while let Some(inner) = cause.source() {
+        cause = inner;
+      }
+      Err(cause.to_string())
+    }
+  }
 }
 
 /// The certificates of a PEM bundle; none at all is an error.

@@ -183,6 +183,27 @@ describe("HTTP", () => {
       await server.close();
     }
   });
+
+  // Wine's CryptoAPI refuses any extra root (E_INVALIDARG) and Windows takes them; either
+  // way plain http must work, as Node goes on without certificates it cannot load.
+  it("H10: NODE_EXTRA_CA_CERTS never breaks plain HTTP", async () => {
+    const server = await startExampleHttp();
+    try {
+      const child = [
+        `const native = require(${JSON.stringify(require.resolve("../../index.js"))});`,
+        "const c = await native.connectToServer('ca', { type: 'http', url: process.env.URL });",
+        "const r = await native.callTool(c, 'echo', { text: 'with extra certs' });",
+        "process.stdout.write(r.content[0].text);",
+        "await native.disconnectServer(c);",
+      ].join("\n");
+      const env = { ...process.env, URL: server.url, NODE_EXTRA_CA_CERTS: here("../fixtures/tls-cert.pem") };
+      const { stdout, stderr } = await promisify(execFile)(node, ["--input-type=commonjs", "-e", `(async () => { ${child} })()`], { env });
+      assert.equal(stdout, "with extra certs");
+      assert.match(stderr, /^(|Warning: Ignoring extra certs from `.*tls-cert\.pem`, load failed: .+\n)$/);
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe("manager and CLI", () => {
