@@ -28,6 +28,61 @@ export interface JsonRpcResponse<T = unknown> {
 
 export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
 
+/* ---- Errors (SPEC-AGENT183 A45): the agent's `errors.ts`. ---- */
+
+/** The transport a failed operation used. */
+export type MCPTransportKind = "http" | "stdio" | "unknown";
+
+/** How far a failed operation got. */
+export type MCPFailureStage = "connect" | "send" | "receive" | "decode" | "protocol";
+
+/** The stable failure classes of a tool failure's diagnostics. */
+export type MCPFailureClass =
+  | "connect"
+  | "timeout"
+  | "eof"
+  | "reset"
+  | "malformed_response"
+  | "json_rpc"
+  | "http_status"
+  | "closed"
+  | "unknown";
+
+export interface MCPTransportErrorOptions {
+  transport: MCPTransportKind;
+  stage: MCPFailureStage;
+  failure: MCPFailureClass;
+  /** Bounded to 1 000 characters, credentials redacted, by the constructor. */
+  message: string;
+  retryable: boolean;
+  code?: string | number;
+  data?: string;
+  traceId?: string;
+  cause?: unknown;
+}
+
+/**
+ * What every transport of this package rejects with (an `AbortError` of the caller's own
+ * signal aside), classified as the agent's own transports classify the same failure.
+ */
+export declare class MCPTransportError extends Error {
+  /** The transport that handled the failed operation. */
+  readonly transport: MCPTransportKind;
+  /** How far the operation got before it failed. */
+  readonly stage: MCPFailureStage;
+  /** Stable, machine-readable failure class. */
+  readonly failure: MCPFailureClass;
+  /** Whether reconnecting and sending again is safe (never after the server accepted it). */
+  readonly retryable: boolean;
+  /** Transport, HTTP, subprocess or JSON-RPC error code, when there is one. */
+  readonly code: string | number | undefined;
+  /** A JSON-RPC error's `data` as bounded, credential-redacted JSON text. */
+  readonly data: string | undefined;
+  /** A safe server trace or request id. */
+  readonly traceId: string | undefined;
+  constructor(options: MCPTransportErrorOptions);
+}
+
 export interface MCPAuthConfig {
   type: "oauth" | "apikey";
   credentialId?: string;
@@ -1186,6 +1241,9 @@ export declare function connectToServer(name: string, config: MCPServerConfig, o
  */
 export declare function createHttpTransport(config: MCPHttpServerConfig | MCPSseServerConfig, options?: { oauth?: MCPOAuthOptions }): Promise<HttpTransport>
 
+/** A45 `createMCPJsonRpcError`: a server's JSON-RPC error, its `data` bounded and redacted. */
+export declare function createMCPJsonRpcError(transport: MCPTransportKind, error: JsonRpcError, traceId?: string): MCPTransportError
+
 /**
  * `new LegacySseTransport(config)` + `connect()`. Never throws: a bad config rejects with
  * a TypeError (E2).
@@ -1203,6 +1261,9 @@ export declare function createTransport(config: MCPServerConfig): Promise<MCPTra
 
 /** C4: closes the connection's transport. */
 export declare function disconnectServer(connection: MCPServerConnection): Promise<void>
+
+/** A45 `formatMCPToolFailure`: the report the agent's tool bridge gives the model. */
+export declare function formatMCPToolFailure(error: unknown, serverName: string, toolName: string): string
 
 /** `prompts/get {name}`, with `arguments` (the caller's object) when it has any. */
 export declare function getPrompt(connection: MCPServerConnection, name: string, args?: Record<string, string>, options?: MCPRequestOptions): Promise<MCPGetPromptResult>
@@ -1248,11 +1309,20 @@ export declare enum MCPNotificationMethods {
   RESOURCES_UPDATED = 'notifications/resources/updated',
 }
 
+/** A45 `mcpTraceIdFromHeaders`: a safe request or trace id from a `Headers`. */
+export declare function mcpTraceIdFromHeaders(headers: Headers): string | undefined
+
 /**
  * A new object: the configured headers without those the client generates (whatever their
  * case), then the generated ones.
  */
 export declare function mergeMCPHeaders(headers: { generated: Record<string, string>; configured?: Record<string, string> }): Record<string, string>
+
+/**
+ * A45 `normalizeMCPTransportError`: an `MCPTransportError` as it is; anything else
+ * classified by its code and words, with itself as the cause.
+ */
+export declare function normalizeMCPTransportError(error: unknown, options: { transport: MCPTransportKind; stage: MCPFailureStage; traceId?: string }): MCPTransportError
 
 /**
  * Parses an MCP answer that may be an SSE stream or plain JSON (J1): the first truthy JSON

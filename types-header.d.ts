@@ -28,6 +28,61 @@ export interface JsonRpcResponse<T = unknown> {
 
 export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
 
+/* ---- Errors (SPEC-AGENT183 A45): the agent's `errors.ts`. ---- */
+
+/** The transport a failed operation used. */
+export type MCPTransportKind = "http" | "stdio" | "unknown";
+
+/** How far a failed operation got. */
+export type MCPFailureStage = "connect" | "send" | "receive" | "decode" | "protocol";
+
+/** The stable failure classes of a tool failure's diagnostics. */
+export type MCPFailureClass =
+  | "connect"
+  | "timeout"
+  | "eof"
+  | "reset"
+  | "malformed_response"
+  | "json_rpc"
+  | "http_status"
+  | "closed"
+  | "unknown";
+
+export interface MCPTransportErrorOptions {
+  transport: MCPTransportKind;
+  stage: MCPFailureStage;
+  failure: MCPFailureClass;
+  /** Bounded to 1 000 characters, credentials redacted, by the constructor. */
+  message: string;
+  retryable: boolean;
+  code?: string | number;
+  data?: string;
+  traceId?: string;
+  cause?: unknown;
+}
+
+/**
+ * What every transport of this package rejects with (an `AbortError` of the caller's own
+ * signal aside), classified as the agent's own transports classify the same failure.
+ */
+export declare class MCPTransportError extends Error {
+  /** The transport that handled the failed operation. */
+  readonly transport: MCPTransportKind;
+  /** How far the operation got before it failed. */
+  readonly stage: MCPFailureStage;
+  /** Stable, machine-readable failure class. */
+  readonly failure: MCPFailureClass;
+  /** Whether reconnecting and sending again is safe (never after the server accepted it). */
+  readonly retryable: boolean;
+  /** Transport, HTTP, subprocess or JSON-RPC error code, when there is one. */
+  readonly code: string | number | undefined;
+  /** A JSON-RPC error's `data` as bounded, credential-redacted JSON text. */
+  readonly data: string | undefined;
+  /** A safe server trace or request id. */
+  readonly traceId: string | undefined;
+  constructor(options: MCPTransportErrorOptions);
+}
+
 export interface MCPAuthConfig {
   type: "oauth" | "apikey";
   credentialId?: string;

@@ -152,7 +152,8 @@ describe("A4/W9: no secret in an error, a log call or the CLI's output", () => {
     cleanups.push(() => t.close());
     const error: any = await t.request("initialize", init).catch((e) => e);
     expect(error.message).toMatch(/^fetch failed: /);
-    expect(error.message).toContain(`http://[redacted]@127.0.0.1:${port}/mcp?api_key=[redacted]&access_token=[redacted]&page=2`);
+    // A45: the agent's field rule then takes everything after `api_key=` up to the next space.
+    expect(error.message).toContain(`http://[redacted]@127.0.0.1:${port}/mcp?api_key=[redacted] Connection refused`);
     expect(leaked(error.message, String(error.stack))).toEqual([]);
   });
 
@@ -179,7 +180,7 @@ describe("A4/W9: no secret in an error, a log call or the CLI's output", () => {
     const t = await native.createHttpTransport({ type: "http", url: `${a.origin}/mcp`, headers: secretHeaders });
     cleanups.push(() => t.close());
     const error: any = await t.request("initialize", init).catch((e) => e);
-    expect(error.message).toBe("HTTP 401: refused Authorization: Bearer [redacted] with X-Api-Key: [redacted]");
+    expect(error.message).toBe("HTTP 401: refused Authorization: [redacted] [redacted] with X-Api-Key: [redacted]");
     expect(error.status).toBe(401);
     expect(leaked(error.message)).toEqual([]);
   });

@@ -99,12 +99,13 @@ describe("H4/H5 JSON answers and HTTP errors", () => {
     const t = await connect({ url: f.url });
     const e401: any = await t.request("auth/401").catch((e) => e);
     expect(e401).toBeInstanceOf(Error);
-    expect(e401.message).toBe('HTTP 401: Unauthorized [WWW-Authenticate: Bearer realm="mcp"; Mcp-Auth-Server: http://127.0.0.1/auth]');
+    // A45: sanitized by the agent's rules, which take the word after `Bearer` as a credential.
+    expect(e401.message).toBe("HTTP 401: Unauthorized [WWW-Authenticate: Bearer [redacted]; Mcp-Auth-Server: http://127.0.0.1/auth]");
     expect(e401.status).toBe(401);
     expect(e401.wwwAuthenticate).toBe('Bearer realm="mcp"');
     expect(e401.mcpAuthServer).toBe("http://127.0.0.1/auth");
     const e403: any = await t.request("auth/403").catch((e) => e);
-    expect(e403.message).toBe('HTTP 403: Forbidden [WWW-Authenticate: Bearer error="insufficient_scope"]');
+    expect(e403.message).toBe("HTTP 403: Forbidden [WWW-Authenticate: Bearer [redacted]");
     const e500: any = await t.request("http/500").catch((e) => e);
     expect(e500.message).toBe("HTTP 500: boom");
     expect(e500.status).toBe(500);
@@ -116,15 +117,19 @@ describe("H4/H5 JSON answers and HTTP errors", () => {
     const error: any = await t.request("json/error").catch((e) => e);
     expect(error.message).toBe("MCP error -32000: Server said no");
     expect(error.code).toBe(-32000);
-    expect(error.data).toEqual({ why: "test" });
+    // A45: `data` as the agent's bounded, redacted JSON text.
+    expect(error.data).toBe('{"why":"test"}');
     await expect(t.request("json/charset")).resolves.toEqual({ charset: true });
   });
 
-  it("H5: a body that is not JSON rejects with a SyntaxError", async () => {
+  it("H5/A45: a body that is not JSON rejects as malformed, caused by JSON.parse's own SyntaxError", async () => {
     const f = await fixture();
     const t = await connect({ url: f.url });
     const error = await t.request("json/invalid").catch((e) => e);
-    expect(error).toBeInstanceOf(SyntaxError);
+    expect(error).toBeInstanceOf(native.MCPTransportError);
+    expect(error.failure).toBe("malformed_response");
+    expect(error.cause).toBeInstanceOf(SyntaxError);
+    expect(error.message).toBe(error.cause.message);
   });
 
   it("E3: a JSON body over maxMessageBytes rejects naming the limit", async () => {
@@ -170,10 +175,12 @@ describe("H6 SSE answers", () => {
     expect(done.message).toMatch(/^No response received for request ID \d+$/);
   });
 
-  it("H6: a data payload that is not JSON rejects the request", async () => {
+  it("H6/A45: a data payload that is not JSON rejects the request as malformed", async () => {
     const f = await fixture();
     const t = await connect({ url: f.url });
-    await expect(t.request("sse/invalid")).rejects.toBeInstanceOf(SyntaxError);
+    const error = await t.request("sse/invalid").catch((e) => e);
+    expect(error.failure).toBe("malformed_response");
+    expect(error.cause).toBeInstanceOf(SyntaxError);
   });
 
   it("H6/T11: server requests inside an SSE answer are answered by POST", async () => {

@@ -58,7 +58,8 @@ describe("T4 responses", () => {
     expect(error).toBeInstanceOf(Error);
     expect(error.message).toBe("MCP error -32042: Custom failure");
     expect(error.code).toBe(-32042);
-    expect(error.data).toEqual({ detail: 7 });
+    // A45: `data` as the agent's bounded, redacted JSON text.
+    expect(error.data).toBe('{"detail":7}');
     const notFound: any = await t.request("no/such/method").catch((e) => e);
     expect(notFound.message).toBe("MCP error -32601: Method not found");
     expect("data" in notFound).toBe(true);

@@ -15,7 +15,7 @@ const report = process.argv.includes("--report");
 // Bottom up. A module may name its own floor and the ones below.
 const FLOORS = [
   ["sys", "redaction", "runtime", "http_client"],
-  ["protocol", "error"],
+  ["protocol", "error", "transport_error"],
   ["session", "host", "persist"],
   ["transport", "oauth"],
   ["config", "client"],

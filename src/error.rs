@@ -3,6 +3,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::transport_error::{self, Code, Data, Diagnostic, Failure, Stage, Thrown, TransportKind};
+
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum CoreError {
   /// T10: the transport was never connected or is closed.
@@ -80,6 +82,13 @@ pub enum CoreError {
   /// The request never got an HTTP answer (W8: the OS words stay in the message).
   #[error("{message}")]
   Network {
+    message: String,
+    code: Option<String>,
+  },
+  /// A46: a 2xx answer whose body broke off: the server accepted the request and may have
+  /// run it, so it is never replayed.
+  #[error("{message}")]
+  Interrupted {
     message: String,
     code: Option<String>,
   },
@@ -165,8 +174,102 @@ impl CoreError {
       CoreError::Unauthorized => Some("OAUTH_UNAUTHORIZED"),
       CoreError::Network {
         code: Some(code), ..
+      }
+      | CoreError::Interrupted {
+        code: Some(code), ..
       } => Some(code),
       _ => None,
+    }
+  }
+}
+
+impl CoreError {
+  /// A45/A46: the class the agent's own transports give this failure (`None` for what is no
+  /// transport failure: O1's `Unauthorized` is the TS SDK's signal to authorize).
+  pub fn diagnostic(&self, transport: TransportKind) -> Option<Diagnostic> {
+    use Failure::*;
+    let message = self.message();
+    let fixed = |stage, failure, retryable| {
+      Some(Diagnostic::new(
+        transport, stage, failure, &message, retryable,
+      ))
+    };
+    let classified = |stage, code: Option<&str>| {
+      let thrown = Thrown {
+        message: message.clone(),
+        code: code.map(|c| Code::Text(c.to_string())),
+        syntax_error: false,
+      };
+      transport_error::classify(&thrown, transport, stage, None)
+    };
+    match self {
+      CoreError::Unauthorized => None,
+      CoreError::NotConnected => fixed(Stage::Connect, Closed, true),
+      CoreError::TransportClosed { .. } => fixed(Stage::Receive, Closed, true),
+      // The frame never reached the server: writing again cannot run anything twice.
+      CoreError::NotifyUnwritable(_) | CoreError::Write(_) => fixed(Stage::Send, Eof, true),
+      CoreError::RequestTimeout(_)
+      | CoreError::SseTimeout(_)
+      | CoreError::LegacySse(LegacySseError::ResponseTimeout(_)) => {
+        fixed(Stage::Receive, Timeout, false)
+      }
+      CoreError::NotifyTimeout(_) => fixed(Stage::Send, Timeout, false),
+      CoreError::Rpc {
+        code,
+        message,
+        data,
+      } => {
+        let data = data
+          .as_deref()
+          .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+          .map(|value| Data::from_json(&value));
+        Some(transport_error::json_rpc(
+          transport,
+          Some(&Code::Number(*code as f64)),
+          message,
+          data.as_ref(),
+          None,
+        ))
+      }
+      CoreError::Http { status, .. } => {
+        let mut diagnostic = Diagnostic::new(
+          transport,
+          Stage::Receive,
+          HttpStatus,
+          &message,
+          matches!(status, 404 | 502 | 503),
+        );
+        diagnostic.code = Some(Code::Number(f64::from(*status)));
+        Some(diagnostic)
+      }
+      CoreError::InvalidJson(_)
+      | CoreError::MessageTooLarge { .. }
+      | CoreError::BodyTooLarge { .. }
+      | CoreError::LegacySse(LegacySseError::NonJson(_)) => {
+        fixed(Stage::Decode, MalformedResponse, false)
+      }
+      // A46: the server accepted the request; whatever broke after that is not replayed.
+      CoreError::NoResponse(_) => fixed(Stage::Receive, Eof, false),
+      CoreError::Interrupted { code, .. } => {
+        let reset = code.as_deref() == Some("ECONNRESET");
+        let failure = if reset { Reset } else { Eof };
+        let mut diagnostic = Diagnostic::new(transport, Stage::Receive, failure, &message, false);
+        diagnostic.code = code.clone().map(Code::Text);
+        Some(diagnostic)
+      }
+      CoreError::ResumeRefused { .. } | CoreError::ResumeNotEventStream(_) => Some(Diagnostic {
+        retryable: false,
+        ..classified(Stage::Receive, None)
+      }),
+      CoreError::Network { code, .. } => Some(classified(Stage::Send, code.as_deref())),
+      CoreError::Spawn { code, .. } => Some(classified(Stage::Connect, Some(code))),
+      CoreError::CommandLine(_)
+      | CoreError::OAuth { .. }
+      | CoreError::Redirect(_)
+      | CoreError::Endpoint(_)
+      | CoreError::LegacySse(_) => Some(classified(Stage::Connect, self.string_code())),
+      CoreError::Read(_) | CoreError::InvalidSessionId => Some(classified(Stage::Receive, None)),
+      CoreError::ToolDropped { .. } => Some(classified(Stage::Protocol, None)),
     }
   }
 }
@@ -339,6 +442,92 @@ mod tests {
       ]
     );
     assert!(CoreError::NotConnected.properties().is_empty());
+  }
+
+  #[test]
+  fn a45_a46_each_failure_is_classified_as_the_agents_transports_do() {
+    let class = |error: CoreError| {
+      let d = error.diagnostic(TransportKind::Http).unwrap();
+      (d.stage, d.failure, d.retryable)
+    };
+    assert_eq!(
+      class(CoreError::NotConnected),
+      (Stage::Connect, Failure::Closed, true)
+    );
+    assert_eq!(
+      class(CoreError::Write("Broken pipe".into())),
+      (Stage::Send, Failure::Eof, true)
+    );
+    assert_eq!(
+      class(CoreError::RequestTimeout(Duration::from_millis(5))),
+      (Stage::Receive, Failure::Timeout, false)
+    );
+    let http = |status| CoreError::Http {
+      status,
+      body: String::new(),
+      www_authenticate: None,
+      mcp_auth_server: None,
+      hint_in_message: true,
+    };
+    assert_eq!(
+      class(http(503)),
+      (Stage::Receive, Failure::HttpStatus, true)
+    );
+    assert_eq!(
+      class(http(401)),
+      (Stage::Receive, Failure::HttpStatus, false)
+    );
+    let refused = CoreError::Network {
+      message: "fetch failed: http://127.0.0.1:9/: Connection refused (ECONNREFUSED)".into(),
+      code: Some("ECONNREFUSED".into()),
+    };
+    assert_eq!(class(refused), (Stage::Connect, Failure::Connect, true));
+    // A46: the same reset before an answer may be replayed, after a 2xx answer not.
+    let reset = |accepted: bool| {
+      let (message, code) = (
+        "fetch failed: http://h/: reset (ECONNRESET)".to_string(),
+        Some("ECONNRESET".to_string()),
+      );
+      if accepted {
+        CoreError::Interrupted { message, code }
+      } else {
+        CoreError::Network { message, code }
+      }
+    };
+    assert_eq!(class(reset(false)), (Stage::Send, Failure::Reset, true));
+    assert_eq!(class(reset(true)), (Stage::Receive, Failure::Reset, false));
+    assert_eq!(
+      class(CoreError::NoResponse("1".into())),
+      (Stage::Receive, Failure::Eof, false)
+    );
+    assert_eq!(
+      class(CoreError::ResumeRefused {
+        status: 503,
+        body: "x".into()
+      }),
+      (Stage::Receive, Failure::Unknown, false)
+    );
+    assert_eq!(
+      class(CoreError::InvalidJson("{".into())),
+      (Stage::Decode, Failure::MalformedResponse, false)
+    );
+    let rpc = CoreError::Rpc {
+      code: -32000,
+      message: "no".into(),
+      data: Some(r#"{"apiKey":"k","traceId":"t-9"}"#.into()),
+    }
+    .diagnostic(TransportKind::Stdio)
+    .unwrap();
+    assert_eq!(rpc.failure, Failure::JsonRpc);
+    assert_eq!(
+      rpc.data.as_deref(),
+      Some(r#"{"apiKey":"[redacted]","traceId":"t-9"}"#)
+    );
+    assert_eq!(rpc.trace_id.as_deref(), Some("t-9"));
+    assert_eq!(
+      CoreError::Unauthorized.diagnostic(TransportKind::Http),
+      None
+    );
   }
 
   #[test]

@@ -22,6 +22,7 @@ pub mod runtime;
 pub mod session;
 pub mod sys;
 pub mod transport;
+pub mod transport_error;
 
 #[cfg(not(test))]
 mod binding;

@@ -60,7 +60,11 @@ pub fn request(
     }
   }
   let Some(session) = connected_session(side) else {
-    return js.rejected(js_error::to_js(js, &CoreError::NotConnected));
+    return js.rejected(js_error::to_js(
+      js,
+      transport_of(side),
+      &CoreError::NotConnected,
+    ));
   };
   let input = side.borrow().timeout_input;
   let request_options = match timeout_resolver::resolve(js, input) {
@@ -78,7 +82,10 @@ pub fn request(
   let id = match session.request_tracked(&method, params.as_deref(), request_options, hooks) {
     Ok(id) => id,
     Err(e) => {
-      js.reject(request_hooks::release(js, hooks), js_error::to_js(js, &e));
+      js.reject(
+        request_hooks::release(js, hooks),
+        js_error::to_js(js, transport_of(side), &e),
+      );
       return Ok(promise);
     }
   };
@@ -117,7 +124,11 @@ pub fn notify(
     Err(rejection) => return js.rejected(rejection),
   };
   let Some(session) = connected_session(side) else {
-    return js.rejected(js_error::to_js(js, &CoreError::NotConnected));
+    return js.rejected(js_error::to_js(
+      js,
+      transport_of(side),
+      &CoreError::NotConnected,
+    ));
   };
   let input = side.borrow().timeout_input;
   let base_timeout = match timeout_resolver::resolve(js, input) {
@@ -128,7 +139,7 @@ pub fn notify(
   let hooks = Hooks::promise(request_hooks::of_deferred(deferred));
   match session.notify_tracked(&method, params.as_deref(), base_timeout, hooks) {
     Ok(_) => side.borrow_mut().update_keep_alive(),
-    Err(e) => js.reject(deferred, js_error::to_js(js, &e)),
+    Err(e) => js.reject(deferred, js_error::to_js(js, transport_of(side), &e)),
   }
   Ok(promise)
 }
@@ -151,4 +162,9 @@ impl AbortTarget {
     // T9: the core drops the entry and tells the server.
     abort_pending(&side, self.id, reason, &text);
   }
+}
+
+/// A45: the transport `side`'s errors name.
+fn transport_of(side: &Shared) -> crate::transport_error::TransportKind {
+  side.borrow().transport
 }

@@ -32,7 +32,11 @@ impl StartableClass for JsHttpTransport {
     let mut config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     config.trust.insecure = super::args::tls_insecure(js);
-    let side = JsSide::new(js.env, super::pump::deliver)?;
+    let side = JsSide::new(
+      js.env,
+      super::pump::deliver,
+      crate::transport_error::TransportKind::Http,
+    )?;
     side.borrow_mut().timeout_input = super::timeout_resolver::config_input(js, config_value);
     if let Some(settings) = &config.oauth {
       let field = if settings.provider {
@@ -59,7 +63,7 @@ impl StartableClass for JsHttpTransport {
     let handle = runtime_handle(js)?;
     let sink = self.side.borrow().sink();
     let transport = HttpTransport::connect(self.config.clone(), sink, &handle)
-      .map_err(|e| js_error::to_js(js, &e))?;
+      .map_err(|e| js_error::to_js(js, crate::transport_error::TransportKind::Http, &e))?;
     attach(&self.side, transport.session(), this);
     self.transport = Some(transport);
     Ok(())
@@ -129,7 +133,10 @@ impl JsHttpTransport {
         match done.await {
           None => Err(super::js_error::runtime_failure(js)),
           Some(Ok(())) => Ok(Held::new(js, js.undefined())),
-          Some(Err(error)) => Err(Held::new(js, js_error::to_js(js, &error))),
+          Some(Err(error)) => Err(Held::new(
+            js,
+            js_error::to_js(js, crate::transport_error::TransportKind::Http, &error),
+          )),
         }
       })
     })();

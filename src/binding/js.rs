@@ -523,17 +523,35 @@ impl Js {
     if is {
       return true;
     }
-    if self.type_of(value) != sys::ValueType::napi_object {
+    self
+      .get(self.global(), "Error")
+      .is_ok_and(|constructor| self.instance_of(value, constructor))
+  }
+
+  /// `value instanceof constructor` (false for a primitive, or when the test throws).
+  pub fn instance_of(&self, value: Value, constructor: Value) -> bool {
+    if !matches!(
+      self.type_of(value),
+      sys::ValueType::napi_object | sys::ValueType::napi_function
+    ) {
       return false;
     }
-    match self.get(self.global(), "Error") {
-      Ok(constructor) => {
-        // SAFETY: value and constructor are values of the current scope.
-        unsafe { sys::napi_instanceof(self.env, value, constructor, &mut is) };
-        is
-      }
-      Err(_) => false,
+    let mut is = false;
+    // SAFETY: value and constructor are values of the current scope; `is` is a valid out slot.
+    let status = unsafe { sys::napi_instanceof(self.env, value, constructor, &mut is) };
+    if status != sys::Status::napi_ok {
+      self.take_exception();
+      return false;
     }
+    is
+  }
+
+  /// The completion value of the script `source`, run in the global scope.
+  pub fn run_script(&self, source: &str) -> Result<Value, Thrown> {
+    let mut result = ptr::null_mut();
+    // SAFETY: the source is a string of the current scope; `result` is a valid out slot.
+    self.check(unsafe { sys::napi_run_script(self.env, self.string(source), &mut result) })?;
+    Ok(result)
   }
 
   /// `new constructor(...args)`.

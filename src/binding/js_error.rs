@@ -1,16 +1,51 @@
-//! The one place core errors become JS `Error` objects with the contract's properties.
+//! The one place core errors become JS `Error` objects with the contract's properties, and
+//! the home of A45's `MCPTransportError` class (JS, `mcp_transport_error.js`, so that it is
+//! a real `Error` subclass in every engine).
 use super::js::{ErrorKind, Held, Js, JsRaw, Thrown, Value};
+use super::js_slot::{self, JsSlot};
 use crate::error::{CoreError, ErrorProperty};
+use crate::transport_error::{self as rules, sanitize_message, Code, Diagnostic, TransportKind};
 
-pub fn to_js(js: Js, error: &CoreError) -> Value {
-  // H5: V8's own SyntaxError, exactly as `JSON.parse` words it.
+/// A45: a failure of a `transport` as the JS error the contract gives it: an
+/// `MCPTransportError` classified as the agent's own transports classify it, with the
+/// contract's other properties (`status`, `stderr`, …) on it.
+pub fn to_js(js: Js, transport: TransportKind, error: &CoreError) -> Value {
+  // H5: V8's own SyntaxError, exactly as `JSON.parse` words it, is the cause.
+  let syntax_error = match error {
+    CoreError::InvalidJson(text) => js.json_parse(text).err().map(|Thrown(e)| e),
+    _ => None,
+  };
+  if let Some(mut diagnostic) = error.diagnostic(transport) {
+    if let Some(syntax_error) = syntax_error {
+      diagnostic.message = sanitize_message(&js.error_message(syntax_error));
+    }
+    if let Ok(value) = transport_error(js, &diagnostic, syntax_error) {
+      set_properties(js, value, error, true);
+      return value;
+    }
+  }
+  syntax_error.unwrap_or_else(|| reported(js, error))
+}
+
+/// A failure given to `onError` rather than rejected with: a plain `Error` (a `SyntaxError`
+/// for a payload that is not JSON), as the agent's transports report them.
+pub fn reported(js: Js, error: &CoreError) -> Value {
   if let CoreError::InvalidJson(text) = error {
-    if let Err(super::js::Thrown(syntax_error)) = js.json_parse(text) {
+    if let Err(Thrown(syntax_error)) = js.json_parse(text) {
       return syntax_error;
     }
   }
   let value = js.error(ErrorKind::Error, &error.message());
+  set_properties(js, value, error, false);
+  value
+}
+
+/// The contract's properties; on an `MCPTransportError`, its own `code` and `data` stay.
+fn set_properties(js: Js, value: Value, error: &CoreError, classified: bool) {
   for (name, property) in error.properties() {
+    if classified && matches!(name, "code" | "data") {
+      continue;
+    }
     let property = match property {
       ErrorProperty::Number(n) => js.number(n),
       ErrorProperty::Text(text) => js.string(text),
@@ -18,7 +53,6 @@ pub fn to_js(js: Js, error: &CoreError) -> Value {
     };
     js.set(value, name, property);
   }
-  value
 }
 
 pub fn type_error(js: Js, message: &str) -> Value {
@@ -41,4 +75,54 @@ pub fn runtime_failure(js: Js) -> Held {
     js,
     js.error(ErrorKind::Error, "The async runtime could not start"),
   )
+}
+
+thread_local! {
+  static CLASS: JsSlot = const { JsSlot::new() };
+}
+
+fn define(js: Js) -> Result<Value, Thrown> {
+  let factory = js.run_script(include_str!("mcp_transport_error.js"))?;
+  let sanitize = js.closure("sanitize", |js, args| {
+    let text = js.rust_string(args.get(0)).unwrap_or_default();
+    Ok(js.string(&rules::sanitize_message(&text)))
+  })?;
+  let class = js.call(factory, js.undefined(), &[sanitize])?;
+  js_slot::set(&CLASS, js, Some(class));
+  Ok(class)
+}
+
+/// A45: `MCPTransportError` of this JS thread (defined as the module loads).
+pub fn transport_error_class(js: Js) -> Result<Value, Thrown> {
+  match CLASS.with(|slot| slot.get(js)) {
+    Some(class) => Ok(class),
+    None => define(js),
+  }
+}
+
+/// `new MCPTransportError(...)` saying `diagnostic`, caused by `cause`.
+pub fn transport_error(
+  js: Js,
+  diagnostic: &Diagnostic,
+  cause: Option<Value>,
+) -> Result<Value, Thrown> {
+  let options = js.object()?;
+  let text = |text: &Option<String>| text.as_deref().map_or(js.undefined(), |t| js.string(t));
+  js.set(options, "transport", js.string(diagnostic.transport.name()));
+  js.set(options, "stage", js.string(diagnostic.stage.name()));
+  js.set(options, "failure", js.string(diagnostic.failure.name()));
+  js.set(options, "message", js.string(&diagnostic.message));
+  js.set(options, "retryable", js.boolean(diagnostic.retryable));
+  let code = match &diagnostic.code {
+    Some(Code::Number(n)) => js.number(*n),
+    Some(Code::Text(t)) => js.string(t),
+    None => js.undefined(),
+  };
+  js.set(options, "code", code);
+  js.set(options, "data", text(&diagnostic.data));
+  js.set(options, "traceId", text(&diagnostic.trace_id));
+  if let Some(cause) = cause {
+    js.set(options, "cause", cause);
+  }
+  js.construct(transport_error_class(js)?, &[options])
 }

@@ -15,6 +15,7 @@ use super::request_hooks;
 use crate::runtime::spin::SpinPolicy;
 use crate::session::queue::{EventQueue, Wake};
 use crate::session::{Event, Session};
+use crate::transport_error::TransportKind;
 
 /// The transport's events on their way to the JS thread, woken by its threadsafe function.
 pub type EventPump = EventQueue<Tsfn>;
@@ -114,6 +115,8 @@ pub struct JsSide {
   /// A9: the config's `timeout`, as the timeout resolver is given it.
   pub timeout_input: Option<f64>,
   pub session: Option<Arc<Session>>,
+  /// A45: the transport its errors name.
+  pub transport: TransportKind,
 }
 
 pub type Shared = Rc<RefCell<JsSide>>;
@@ -122,7 +125,11 @@ impl JsSide {
   /// Creates the JS side and its threadsafe function (unreferenced: an idle transport never
   /// keeps the host alive).
   /// `deliver` is the pump's: what the function runs on the JS thread.
-  pub fn new(env: sys::napi_env, deliver: fn(Js, &Shared)) -> Result<Shared, Thrown> {
+  pub fn new(
+    env: sys::napi_env,
+    deliver: fn(Js, &Shared),
+    transport: TransportKind,
+  ) -> Result<Shared, Thrown> {
     let js = Js::new(env);
     let pump = Arc::new(EventPump::default());
     let side = Rc::new(RefCell::new(JsSide {
@@ -144,6 +151,7 @@ impl JsSide {
       auth: None,
       timeout_input: None,
       session: None,
+      transport,
     }));
     // The function holds the side until it is released (with the JS object).
     let delivery = Delivery {

@@ -76,7 +76,11 @@ pub fn call_mcp(
     let answered = async {
       match answering.await {
         None => Err(host.error("The async runtime could not start")),
-        Some(Err(error)) => Err(host.hold(js_error::to_js(js, &error))),
+        Some(Err(error)) => Err(host.hold(js_error::to_js(
+          js,
+          crate::transport_error::TransportKind::Http,
+          &error,
+        ))),
         Some(Ok(answer)) => call_mcp::envelope(&host, &answer),
       }
     };

@@ -36,7 +36,11 @@ impl JsLegacySseTransport {
     let mut config = crate::config::legacy_sse_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     config.trust.insecure = super::args::tls_insecure(js);
-    let side = JsSide::new(js.env, super::pump::deliver)?;
+    let side = JsSide::new(
+      js.env,
+      super::pump::deliver,
+      crate::transport_error::TransportKind::Http,
+    )?;
     side.borrow_mut().timeout_input = timeout_input;
     Ok(JsLegacySseTransport {
       config,
@@ -70,7 +74,13 @@ impl JsLegacySseTransport {
     let sink = self.side.borrow().sink();
     let transport = match LegacySseTransport::new(self.config.clone(), sink, &handle) {
       Ok(transport) => transport,
-      Err(error) => return js.rejected(js_error::to_js(js, &error)),
+      Err(error) => {
+        return js.rejected(js_error::to_js(
+          js,
+          crate::transport_error::TransportKind::Http,
+          &error,
+        ))
+      }
     };
     let session = transport.session().clone();
     // Set now, unconnected: requests meanwhile get T10's error, and a server request that
@@ -95,7 +105,10 @@ impl JsLegacySseTransport {
         }
         Err(error) => {
           forget_failed_connect(js, &this);
-          Err(Held::new(js, js_error::to_js(js, &error)))
+          Err(Held::new(
+            js,
+            js_error::to_js(js, crate::transport_error::TransportKind::Http, &error),
+          ))
         }
       }
     })?;

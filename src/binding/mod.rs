@@ -30,6 +30,7 @@ mod stdio;
 pub(crate) mod timeout_resolver;
 mod token_store;
 pub(crate) mod transport_class;
+mod transport_error;
 mod tree_value;
 mod uv;
 mod write_frame;

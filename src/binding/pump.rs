@@ -219,7 +219,10 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
           Err(Thrown(e)) => js.reject(deferred, e),
         },
         Ok(None) => js.resolve(deferred, js.undefined()),
-        Err(error) => js.reject(deferred, js_error::to_js(js, &error)),
+        Err(error) => {
+          let transport = side.borrow().transport;
+          js.reject(deferred, js_error::to_js(js, transport, &error))
+        }
       }
     }
     Event::SettledTree { ticket, result } => {
@@ -245,7 +248,7 @@ fn dispatch(js: Js, side: &Shared, event: Event) {
         js,
         side,
         CallbackSlot::Error,
-        &[js_error::to_js(js, &error)],
+        &[js_error::reported(js, &error)],
       );
     }
     // A20: `onClose` (once, as for a close) while `connected` stays true.

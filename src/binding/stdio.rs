@@ -32,7 +32,11 @@ impl StartableClass for JsStdioTransport {
     let timeout_input = super::timeout_resolver::config_input(js, config);
     let config = crate::config::stdio_config(&host, &host.hold(config), environment)
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
-    let side = JsSide::new(js.env, super::pump::deliver)?;
+    let side = JsSide::new(
+      js.env,
+      super::pump::deliver,
+      crate::transport_error::TransportKind::Stdio,
+    )?;
     side.borrow_mut().timeout_input = timeout_input;
     Ok(JsStdioTransport {
       config,
@@ -52,7 +56,7 @@ impl StartableClass for JsStdioTransport {
     let host_reader = LoopReader::new(js, &self.side);
     let host_reader = host_reader.as_ref().map(|r| r as &dyn HostReader);
     let transport = StdioTransport::spawn(self.config.clone(), sink, &handle, host_reader)
-      .map_err(|e| js_error::to_js(js, &e))?;
+      .map_err(|e| js_error::to_js(js, crate::transport_error::TransportKind::Stdio, &e))?;
     transport.set_forward_stderr(self.side.borrow_mut().has_callback(CallbackSlot::Stderr));
     attach(&self.side, transport.session(), this);
     self.transport = Some(transport);

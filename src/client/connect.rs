@@ -449,12 +449,24 @@ fn unsupported_version_fallback<H: Transports>(host: &H, error: &H::Value) -> Op
     return None;
   }
   let data = host.field(error, "data").ok()?;
-  let supported = host.field(&data, "supported").ok()?;
-  let supported: Vec<String> = host
-    .items(&supported)?
-    .iter()
-    .filter_map(|v| host.as_string(v))
-    .collect();
+  let supported: Vec<String> = match host.as_string(&data) {
+    // A45: an `MCPTransportError` carries `data` as (redacted, bounded) JSON text.
+    Some(text) => serde_json::from_str::<serde_json::Value>(&text)
+      .ok()?
+      .get("supported")?
+      .as_array()?
+      .iter()
+      .filter_map(|v| v.as_str().map(str::to_string))
+      .collect(),
+    None => {
+      let supported = host.field(&data, "supported").ok()?;
+      host
+        .items(&supported)?
+        .iter()
+        .filter_map(|v| host.as_string(v))
+        .collect()
+    }
+  };
   handshake::fallback_version(&supported)
 }
 

@@ -5,7 +5,7 @@ use reqwest::{Response, Url};
 
 use crate::error::CoreError;
 use crate::protocol::sse::{SseEvent, SseItem, SseParser};
-use crate::transport::fetch::network_error;
+use crate::transport::fetch::interrupted_error;
 
 pub enum ReadItem {
   Event(SseEvent),
@@ -54,7 +54,7 @@ impl EventReader {
           self.parser.push(&chunk, &mut out);
           self.ready.extend(out);
         }
-        Err(e) => return Some(Err(network_error(&self.url, &e))),
+        Err(e) => return Some(Err(interrupted_error(&self.url, &e))),
       }
     }
   }

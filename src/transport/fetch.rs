@@ -120,6 +120,14 @@ pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
   CoreError::Network { message, code }
 }
 
+/// A46: a body that broke off after a 2xx answer (the request may have run).
+pub fn interrupted_error(url: &Url, error: &reqwest::Error) -> CoreError {
+  match network_error(url, error) {
+    CoreError::Network { message, code } => CoreError::Interrupted { message, code },
+    other => other,
+  }
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;

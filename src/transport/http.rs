@@ -24,7 +24,7 @@ use crate::protocol::destination::{self, EndpointError};
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
 use crate::transport::event_stream::{EventReader, ReadItem};
-use crate::transport::fetch::{self, network_error};
+use crate::transport::fetch::{self, interrupted_error, network_error};
 use crate::transport::legacy_stream;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -1385,7 +1385,7 @@ async fn read_body(response: Response, limit: usize) -> Result<Vec<u8>, CoreErro
   let mut body = Vec::new();
   let mut chunks = response.bytes_stream();
   while let Some(chunk) = chunks.next().await {
-    let chunk = chunk.map_err(|e| network_error(&url, &e))?;
+    let chunk = chunk.map_err(|e| interrupted_error(&url, &e))?;
     if body.len() + chunk.len() > limit {
       return Err(CoreError::BodyTooLarge { limit });
     }
