@@ -53,6 +53,16 @@ describe("A35 notification listeners", () => {
     expect(first.at(-1)).toBe(200);
   });
 
+  it("A64: what a server sends right after notifications/initialized reaches the early buffer, once", async () => {
+    const { manager, call } = await connected(fx("--notify-when-initialized"));
+    await call("send_notification", { method: "notifications/custom", params: { i: 1 } });
+    const heard: number[] = [];
+    manager.addNotificationListener((server, method, params: any) => {
+      if (server === "s" && method === "notifications/custom") heard.push(params.i);
+    });
+    expect(heard).toEqual([-1, 1]);
+  });
+
   it("A35: a list_changed refreshes through the manager before the listeners hear it", async () => {
     const { manager, call } = await connected();
     const order: string[] = [];

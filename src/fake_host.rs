@@ -821,6 +821,18 @@ impl Values for FakeHost {
       V::Undefined | V::Null => Err(self.type_error(&format!(
         "Cannot set properties of {object:?} (setting '{name}')"
       ))),
+      // A fake transport's `onNotification` joins the hooks its notifications reach.
+      V::Transport(transport) if name == "onNotification" => {
+        if let V::Callable(listener) = value {
+          transport
+            .on_notification
+            .borrow_mut()
+            .push(Rc::new(move |method: &str, params: V| {
+              drop(listener(vec![V::Str(method.into()), params]));
+            }));
+        }
+        Ok(())
+      }
       _ => Ok(()),
     }
   }
@@ -1261,11 +1273,16 @@ impl ManagerHost for FakeHost {
     records.connect_options.push(options.to_json());
     drop(records);
     let signal = options.get("signal");
+    // A64: the manager's early listener, set on the transport before `initialize`.
+    let on_notification = options.get("onNotification");
     let request = ConnectRequest {
       name: name.to_string(),
       config: config.clone(),
       client: ClientOptions::default(),
-      features: Default::default(),
+      features: crate::client::features::ClientFeatures {
+        on_notification: matches!(on_notification, V::Callable(_)).then_some(on_notification),
+        ..Default::default()
+      },
       signal: (!matches!(signal, V::Undefined)).then_some(signal),
       timeout: connect_timeout(config),
       legacy_sse: false,
@@ -1332,6 +1349,17 @@ impl ManagerHost for FakeHost {
       cache.insert(name.to_string(), json);
     }
     Some(ready(Ok(V::Undefined)))
+  }
+
+  fn notification_listener(&self, _server: &str, hook: NotificationHook<V>) -> Result<V, V> {
+    Ok(V::Callable(Rc::new(move |args: Vec<V>| {
+      let method = match args.first() {
+        Some(V::Str(method)) => method.to_string(),
+        _ => String::new(),
+      };
+      hook(&method, args.get(1).cloned().unwrap_or(V::Undefined));
+      Box::pin(std::future::ready(Ok(V::Undefined)))
+    })))
   }
 
   fn watch(&self, connection: &V, watch: Watch<V>) -> Result<(), V> {

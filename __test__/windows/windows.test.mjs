@@ -149,13 +149,17 @@ describe("stdio", () => {
     assert.equal(alive(grandchild), false, "the grandchild is gone");
   });
 
-  it("S4/S5: a crash rejects what is pending with the server's last stderr words", async () => {
+  it("S4/S5/A45: a crash rejects what is pending with the server's last stderr words", async () => {
     const connection = await connect("crash", { command: node, args: [fixtureServer] });
     const error = await connection.transport
       .request("tools/call", { name: "crash", arguments: { stderr: "fatal: disk on fire\n" } })
       .catch((e) => e);
     assert.equal(error.message, "Transport closed");
     assert.match(error.stderr, /fatal: disk on fire/);
+    // A45: the class (defined in JS as the module loads) works in node.exe too.
+    assert.ok(error instanceof native.MCPTransportError);
+    assert.equal(error.transport, "stdio");
+    assert.equal(error.retryable, true);
   });
 });
 

@@ -20,21 +20,31 @@ pub(super) enum Outcome {
 impl<H: ManagerHost> Manager<H> {
   /// Resolves the config through `this.prepareConfig` (W1) and connects with it (M1, M3):
   /// through `options.connect` when given, else our own connect, which a disconnect aborts.
+  /// The connection, and whether its notifications already reach the manager (A64).
   pub(super) async fn open(
-    &self,
+    self: &Rc<Self>,
     name: &str,
     generation: u64,
     config: &H::Value,
-  ) -> Result<H::Value, H::Value> {
+  ) -> Result<(H::Value, bool), H::Value> {
     let resolved = self.host.prepare_config(config).await?;
     let resolved = self.with_oauth(name, resolved).await?;
     let era = self.stored_era(name, config, &resolved).await;
+    let mut wired = false;
     let connected = if let Some(connecting) = self.host.custom_connect(name, &resolved) {
       connecting.await
     } else {
       let controller = self.host.abort_controller()?;
       let signal = controller.as_ref().map(|c| c.signal.clone());
-      let options = self.connect_options(signal)?;
+      // A64: a v18 manager hears notifications from before `initialize` answers on.
+      let early = match self.notification_hook(name) {
+        Some(hook) if self.settings().compat == Compat::V18 => {
+          Some(self.host.notification_listener(name, hook)?)
+        }
+        _ => None,
+      };
+      wired = early.is_some();
+      let options = self.connect_options(signal, early)?;
       let connecting = self.host.connect(name, &resolved, options);
       if let Some(super::host::Controller { controller, .. }) = controller {
         self.with(|s| {
@@ -48,13 +58,17 @@ impl<H: ManagerHost> Manager<H> {
     if let (Ok(_), Some((key, stored))) = (&connected, era) {
       self.keep_era(name, config, &key, stored);
     }
-    connected
+    connected.map(|connection| (connection, wired))
   }
 
   /// C1/P5/A36: what our connect is given: the signal a disconnect aborts, the manager's
   /// `client` and P5 handlers, a v18 manager's own cwd as `roots` unless it was given some
   /// (not the process's), and `compat: "v12"` for a v12 manager.
-  fn connect_options(&self, signal: Option<H::Value>) -> Result<H::Value, H::Value> {
+  fn connect_options(
+    &self,
+    signal: Option<H::Value>,
+    on_notification: Option<H::Value>,
+  ) -> Result<H::Value, H::Value> {
     let host = &self.host;
     let options = host.options().filter(|o| !host.is_nullish(o));
     let option = |name: &str| {
@@ -62,6 +76,7 @@ impl<H: ManagerHost> Manager<H> {
       (!host.is_nullish(&value)).then_some(value)
     };
     let mut fields: Vec<(&str, H::Value)> = signal.map(|s| ("signal", s)).into_iter().collect();
+    fields.extend(on_notification.map(|f| ("onNotification", f)));
     for name in ["client", "roots", "sampling", "elicitation", "onRequest"] {
       if let Some(value) = option(name) {
         fields.push((name, value));
@@ -169,7 +184,7 @@ impl<H: ManagerHost> Manager<H> {
   ) -> Result<H::Value, Option<H::Value>> {
     let config = self.with(|s| s.current(name, generation).map(|s| s.config.clone()));
     let config = config.ok_or(None)?;
-    let connection = self.open(name, generation, &config).await.map_err(Some)?;
+    let (connection, wired) = self.open(name, generation, &config).await.map_err(Some)?;
     if !self.with(|s| s.is_current(name, generation)) {
       self.close_detached(&connection);
       return Err(None);
@@ -202,7 +217,9 @@ impl<H: ManagerHost> Manager<H> {
       self.close_detached(&connection);
       return Err(None);
     }
-    match listed.and_then(|definitions| self.adopt(name, generation, &connection, &definitions)) {
+    let adopted =
+      listed.and_then(|definitions| self.adopt(name, generation, &connection, &definitions, wired));
+    match adopted {
       Ok(()) => Ok(connection),
       Err(error) => {
         self.close_detached(&connection);
@@ -219,6 +236,7 @@ impl<H: ManagerHost> Manager<H> {
     generation: u64,
     connection: &H::Value,
     definitions: &H::Value,
+    notifications_wired: bool,
   ) -> Result<(), H::Value> {
     let reconnect = self.reconnect_function(name);
     let tools = super::tools::live(
@@ -228,7 +246,7 @@ impl<H: ManagerHost> Manager<H> {
       definitions,
       reconnect.as_ref(),
     )?;
-    self.watch(name, generation, connection)?;
+    self.watch(name, generation, connection, notifications_wired)?;
     let replaced = self.with(|s| {
       let server = s.current(name, generation)?;
       server.tools = Some(tools);
@@ -287,8 +305,8 @@ impl<H: ManagerHost> Manager<H> {
     name: &str,
     generation: u64,
     connection: &H::Value,
+    notifications_wired: bool,
   ) -> Result<(), H::Value> {
-    let settings = self.settings();
     let on_close = {
       let manager = Rc::downgrade(self);
       let name = name.to_string();
@@ -298,18 +316,11 @@ impl<H: ManagerHost> Manager<H> {
         }
       })
     };
-    // A35: with v18 the manager handles every notification.
-    let v18 = settings.compat == super::host::Compat::V18;
-    let on_notification = (v18 || settings.forwards_notifications || settings.auto_refresh_tools)
-      .then(|| {
-        let manager = Rc::downgrade(self);
-        let name = name.to_string();
-        Rc::new(move |method: &str, params: H::Value| {
-          if let Some(manager) = manager.upgrade() {
-            manager.notified(&name, method, params);
-          }
-        }) as super::host::NotificationHook<H::Value>
-      });
+    let on_notification = if notifications_wired {
+      None
+    } else {
+      self.notification_hook(name)
+    };
     self.host.watch(
       connection,
       Watch {
@@ -318,6 +329,25 @@ impl<H: ManagerHost> Manager<H> {
         on_notification,
       },
     )
+  }
+
+  /// What tells the manager of `name`'s notifications, when they matter to it (A35: with
+  /// v18 it handles every one).
+  fn notification_hook(
+    self: &Rc<Self>,
+    name: &str,
+  ) -> Option<super::host::NotificationHook<H::Value>> {
+    let settings = self.settings();
+    let v18 = settings.compat == Compat::V18;
+    (v18 || settings.forwards_notifications || settings.auto_refresh_tools).then(|| {
+      let manager = Rc::downgrade(self);
+      let name = name.to_string();
+      Rc::new(move |method: &str, params: H::Value| {
+        if let Some(manager) = manager.upgrade() {
+          manager.notified(&name, method, params);
+        }
+      }) as super::host::NotificationHook<H::Value>
+    })
   }
 
   /// M10 `autoRefreshTools`: `this.refreshServerTools(name)`, failures logged; A35 with v18.

@@ -205,6 +205,13 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
     None
   }
 
+  /// A64: the `onNotification` our connect sets before `initialize`: the caller's
+  /// `options.onNotification(server, …)`, then `hook`.
+  fn notification_listener(
+    &self,
+    server: &str,
+    hook: NotificationHook<Self::Value>,
+  ) -> Result<Self::Value, Self::Value>;
   /// Chains the manager's hooks in front of the transport's own `onClose` and
   /// `onNotification`.
   fn watch(&self, connection: &Self::Value, watch: Watch<Self::Value>) -> Result<(), Self::Value>;

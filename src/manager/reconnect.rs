@@ -115,7 +115,7 @@ impl<H: ManagerHost> Manager<H> {
       }
       let config = self.with(|s| s.current(name, generation).map(|s| s.config.clone()));
       let Some(config) = config else { return };
-      let fresh = match self.open(name, generation, &config).await {
+      let (fresh, wired) = match self.open(name, generation, &config).await {
         Ok(fresh) => fresh,
         Err(error) => {
           last_error = Some(error);
@@ -148,7 +148,9 @@ impl<H: ManagerHost> Manager<H> {
       if !self.with(|s| s.is_current(name, generation)) {
         return self.close_detached(&connection);
       }
-      match listed.and_then(|definitions| self.adopt(name, generation, &connection, &definitions)) {
+      let adopted = listed
+        .and_then(|definitions| self.adopt(name, generation, &connection, &definitions, wired));
+      match adopted {
         Ok(()) => {
           return self.host.log(
             Level::Info,

@@ -1861,3 +1861,25 @@ fn m1_entries_from_configs_and_sources_and_the_status_hook() {
   ]));
   assert_eq!(*heard.borrow(), [json!(["a", "b"])]);
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a64_a_v18_manager_hears_what_a_server_sends_while_its_tools_are_listing() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("s", Script::new("s").tools(&["read"]).slow_tools(100));
+    let manager = host.manager();
+    let (listener, heard) = recording_listener();
+    manager.add_notification_listener(listener).unwrap();
+    let connecting = connect_in_background(&manager, vec![stdio("s")]);
+    sleep(ms(50)).await;
+    // `initialize` was answered, `tools/list` was not: the server speaks first.
+    host.notify_with("s", "notifications/custom", v(json!({ "i": 1 })));
+    connecting.await.unwrap();
+    host.notify_with("s", "notifications/custom", v(json!({ "i": 2 })));
+    sleep(ms(1)).await;
+    // Each heard once: the listener set before `initialize` is not chained a second time.
+    assert_eq!(*heard.borrow(), [1, 2]);
+  })
+  .await;
+}

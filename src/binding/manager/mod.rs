@@ -18,7 +18,7 @@ use super::executor;
 use super::host::{call_method, ready, JsHost, OnJs};
 use super::js::{ErrorKind, Held, Js, Thrown, Value};
 use crate::host::{Pending, Values};
-use crate::manager::host::{Controller, Level, Loader, ManagerHost, Watch};
+use crate::manager::host::{Controller, Level, Loader, ManagerHost, NotificationHook, Watch};
 
 #[derive(Clone)]
 pub(crate) struct JsManagerHost(Rc<Inner>);
@@ -336,32 +336,24 @@ impl ManagerHost for JsManagerHost {
       js.set(transport, "onClose", hook);
       if let Some(on_notification) = watch.on_notification {
         let previous = previous_callback(js, transport, "onNotification");
-        let host = self.clone();
-        let server = watch.server;
-        let hook = js.closure("onNotification", move |js, args| {
-          let (method, params) = (args.get(0), args.get(1));
-          let mut thrown = previous.as_ref().and_then(|previous| {
-            js.call(previous.get(js), js.undefined(), &[method, params])
-              .err()
-          });
-          // M10: the caller's own listener hears every notification of every server.
-          if let Some((callback, options)) = host.option_function("onNotification") {
-            let name = js.string(&server);
-            if let Err(error) = js.call(callback, options, &[name, method, params]) {
-              thrown.get_or_insert(error);
-            }
-          }
-          on_notification(
-            &js.rust_string(method).unwrap_or_default(),
-            Held::new(js, params),
-          );
-          thrown.map_or_else(|| Ok(js.undefined()), Err)
-        })?;
+        let hook = self.notification_function(watch.server, previous, on_notification)?;
         js.set(transport, "onNotification", hook);
       }
       Ok(())
     })();
     installed.map_err(|Thrown(error)| self.0.base.hold(error))
+  }
+
+  fn notification_listener(
+    &self,
+    server: &str,
+    hook: NotificationHook<Held>,
+  ) -> Result<Held, Held> {
+    let js = self.js();
+    self
+      .notification_function(server.to_string(), None, hook)
+      .map(|f| Held::new(js, f))
+      .map_err(|Thrown(error)| self.0.base.hold(error))
   }
 
   fn log(&self, level: Level, message: &str, server: &str, error: Option<&str>) {
@@ -463,6 +455,38 @@ impl ManagerHost for JsManagerHost {
       crate::manager::value_resolution::resolve_config_values(values, environment),
     );
     Box::pin(async move { resolving.await.unwrap_or_else(|| vec![None; count]) })
+  }
+}
+
+impl JsManagerHost {
+  /// An `onNotification` for `server`'s transport: the one it had (`previous`), the caller's
+  /// `options.onNotification(server, …)` (M10: it hears every server), then the manager.
+  fn notification_function(
+    &self,
+    server: String,
+    previous: Option<Held>,
+    on_notification: NotificationHook<Held>,
+  ) -> Result<Value, Thrown> {
+    let js = self.js();
+    let host = self.clone();
+    js.closure("onNotification", move |js, args| {
+      let (method, params) = (args.get(0), args.get(1));
+      let mut thrown = previous.as_ref().and_then(|previous| {
+        js.call(previous.get(js), js.undefined(), &[method, params])
+          .err()
+      });
+      if let Some((callback, options)) = host.option_function("onNotification") {
+        let name = js.string(&server);
+        if let Err(error) = js.call(callback, options, &[name, method, params]) {
+          thrown.get_or_insert(error);
+        }
+      }
+      on_notification(
+        &js.rust_string(method).unwrap_or_default(),
+        Held::new(js, params),
+      );
+      thrown.map_or_else(|| Ok(js.undefined()), Err)
+    })
   }
 }
 
