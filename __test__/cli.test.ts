@@ -382,7 +382,7 @@ describe("exit codes and error messages", () => {
     expect(missing.stderr).toMatch(/^mcp-native: cannot connect to `mcp-native-no-such-command --flag`: command not found\n.*ENOENT/);
     const crash = await cli(["call", "--stdio", fixtureCommand(), "crash", '{"stderr":"fatal: out of cheese\\n"}']);
     expect(crash.code).toBe(3);
-    expect(crash.stderr).toContain("mcp-native: tools/call crash failed: Transport closed");
+    expect(crash.stderr).toMatch(/mcp-native: tools\/call crash failed: MCP subprocess exited with code \d+ before responding\n/);
     expect(crash.stderr).toContain("  server stderr:\n    fatal: out of cheese\n");
   });
 

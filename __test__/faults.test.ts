@@ -133,7 +133,7 @@ const figures = (line: string) => console.info(`[figures] ${line}`);
 // ---- stdio ----
 
 describe("stdio faults", () => {
-  it("SIGKILL mid-request: every pending request rejects 'Transport closed', onClose fires once, the peer is unaffected", async () => {
+  it("SIGKILL mid-request: every pending request rejects 'MCP subprocess closed stdout before responding' (A49: a signal leaves no exit code), onClose fires once, the peer is unaffected", async () => {
     const t = await openStdio(server, ["--grandchild"]);
     const peer = await openStdio(server);
     expect(marked(MARK).filter((p) => p.ppid === t.pid)).toHaveLength(1); // the grandchild, for afterEach to find gone
@@ -144,7 +144,7 @@ describe("stdio faults", () => {
     process.kill(t.pid!, "SIGKILL");
     for (const p of pending) {
       const error = await rejected(p);
-      expect(error.message).toBe("Transport closed");
+      expect(error.message).toBe("MCP subprocess closed stdout before responding");
       expect(typeof error.stderr).toBe("string");
     }
     await until(() => counter.closes === 1, BOUND, "onClose");
@@ -178,21 +178,21 @@ describe("stdio faults", () => {
     await expectHealthy(peer);
   });
 
-  it("stdout closed while the process lives on (and ignores SIGTERM): 'Transport closed', then the process is killed", async () => {
+  it("stdout closed while the process lives on (and ignores SIGTERM): 'MCP subprocess closed stdout before responding' (A49), then the process is killed", async () => {
     const t = await openStdio(faultStdio);
     const peer = await openStdio(server);
     const counter = closeCounter(t);
     const pid = t.pid!;
     const hanging = later(call(t, "hang"));
     const closer = later(call(t, "close_stdout", { ignoreTerm: true }));
-    expect((await rejected(hanging)).message).toBe("Transport closed");
-    expect((await rejected(closer)).message).toBe("Transport closed");
+    expect((await rejected(hanging)).message).toBe("MCP subprocess closed stdout before responding");
+    expect((await rejected(closer)).message).toBe("MCP subprocess closed stdout before responding");
     await until(() => counter.closes === 1, BOUND, "onClose");
     await until(() => !alive(pid), 5000, "the SIGKILL after the grace period");
     await expectHealthy(peer);
   });
 
-  it("partial line then exit: 'Transport closed' with the stderr tail; the cut frame is dropped silently", async () => {
+  it("partial line then exit: A49's exit message with the stderr tail; the cut frame is dropped silently", async () => {
     const t = await openStdio(faultStdio);
     const peer = await openStdio(server);
     const errors = recordErrors(t);
@@ -200,9 +200,9 @@ describe("stdio faults", () => {
     t.onNotification = (m) => notes.push(m);
     const hanging = later(call(t, "hang"));
     const cut = await rejected(call(t, "partial_then_exit"));
-    expect(cut.message).toBe("Transport closed");
+    expect(cut.message).toMatch(/^MCP subprocess exited with code \d+ before responding$/);
     expect(cut.stderr).toContain("fault: cut off mid-line");
-    expect((await rejected(hanging)).message).toBe("Transport closed");
+    expect((await rejected(hanging)).message).toBe(cut.message);
     expect(notes).toEqual([]);
     expect(errors).toEqual([]);
     await expectHealthy(peer);

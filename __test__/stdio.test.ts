@@ -105,7 +105,7 @@ describe("S2/S3 framing", () => {
 });
 
 describe("S4 server ends", () => {
-  it("S4/S5: a crash rejects pending requests with 'Transport closed' carrying stderr, then onClose fires once", async () => {
+  it("S4/S5/A49: a crash rejects pending requests with its exit code, carrying stderr, then onClose fires once", async () => {
     const t = await connect();
     const order: string[] = [];
     t.onClose = () => order.push("close");
@@ -116,9 +116,10 @@ describe("S4 server ends", () => {
     const crash = t.request("tools/call", { name: "crash", arguments: { stderr: "fatal: disk on fire\n" } }).catch((e) => e);
     const error: any = await pending;
     expect(error).toBeInstanceOf(Error);
-    expect(error.message).toBe("Transport closed");
+    expect(error.message).toBe("MCP subprocess exited with code 3 before responding");
+    expect([error.failure, error.stage, error.retryable, error.code]).toEqual(["eof", "receive", true, 3]);
     expect(error.stderr).toContain("fatal: disk on fire");
-    expect((await crash).message).toBe("Transport closed");
+    expect((await crash).message).toBe(error.message);
     await waitFor(() => order.includes("close"));
     expect(order).toEqual(["reject", "close"]);
     expect(t.connected).toBe(false);
@@ -132,7 +133,7 @@ describe("S4 server ends", () => {
     const pid = t.pid!;
     let closes = 0;
     t.onClose = () => closes++;
-    await expect(t.request("tools/call", { name: "close_stdout" })).rejects.toThrow("Transport closed");
+    await expect(t.request("tools/call", { name: "close_stdout" })).rejects.toThrow("MCP subprocess closed stdout before responding");
     expect(await waitFor(() => closes === 1)).toBe(true);
     expect(alive(pid)).toBe(false);
   });

@@ -41,7 +41,7 @@ export function connectError(label, error) {
   };
   let reason = hints[error.code];
   const detail = reason ? [error.message] : [];
-  if (!reason && error.message === "Transport closed") reason = "the server exited during the handshake";
+  if (!reason && serverEnded(error)) reason = `the server ${serverEnded(error)} during the handshake`;
   if (isTimeout(error)) {
     // The library's words repeat the server name the message already starts with.
     const ms = /after (\d+) ?ms/.exec(error.message)?.[1];
@@ -56,8 +56,17 @@ export function connectError(label, error) {
 export function requestError(what, error) {
   if (error instanceof CliError) return error;
   const detail = isTimeout(error) ? [TIMEOUT_HINT] : [];
-  if (error.message === "Transport closed") detail.push("the server exited", ...stderrTail(error));
+  if (error.message === "Transport closed") detail.push("the server exited");
+  if (serverEnded(error)) detail.push(...stderrTail(error));
   return new CliError(`${what} failed: ${error.message}`, EXIT.CONNECTION, { detail, cause: error });
+}
+
+/** How a stdio server ended under a request (S4, A49), in words; undefined if it did not. */
+function serverEnded(error) {
+  if (error.message === "Transport closed") return "exited";
+  if (error.message === "MCP subprocess closed stdout before responding") return "closed its stdout";
+  const code = /^MCP subprocess exited with code (-?\d+) before responding$/.exec(error.message)?.[1];
+  return code === undefined ? undefined : `exited with code ${code}`;
 }
 
 const TIMEOUT_HINT = "--timeout <ms> waits longer (default 30000), --timeout 0 waits forever";

@@ -19,6 +19,13 @@ pub enum CoreError {
     /// S5: the last 8 KiB of stderr when the close was caused by the process ending.
     stderr: Option<String>,
   },
+  /// A49: the server's stdout ended with the request pending: the process exited (with
+  /// `exit_code` once it is known) or closed its stdout. S5: `stderr` is its last 8 KiB.
+  #[error("{}", server_ended_message(*.exit_code))]
+  ServerEnded {
+    exit_code: Option<i32>,
+    stderr: Option<String>,
+  },
   /// T7
   #[error("Request timeout after {}ms", .0.as_millis())]
   RequestTimeout(Duration),
@@ -138,6 +145,10 @@ impl CoreError {
       // S5
       CoreError::TransportClosed {
         stderr: Some(stderr),
+      }
+      | CoreError::ServerEnded {
+        stderr: Some(stderr),
+        ..
       } => properties.push(("stderr", ErrorProperty::Text(stderr))),
       // H4/H7
       CoreError::Http {
@@ -206,6 +217,11 @@ impl CoreError {
       CoreError::Unauthorized => None,
       CoreError::NotConnected => fixed(Stage::Connect, Closed, true),
       CoreError::TransportClosed { .. } => fixed(Stage::Receive, Closed, true),
+      CoreError::ServerEnded { exit_code, .. } => {
+        let mut diagnostic = Diagnostic::new(transport, Stage::Receive, Eof, &message, true);
+        diagnostic.code = exit_code.map(|code| Code::Number(f64::from(code)));
+        Some(diagnostic)
+      }
       // The frame never reached the server: writing again cannot run anything twice.
       CoreError::NotifyUnwritable(_) | CoreError::Write(_) => fixed(Stage::Send, Eof, true),
       CoreError::RequestTimeout(_)
@@ -334,6 +350,13 @@ pub enum LegacySseError {
   StreamClosed,
 }
 
+fn server_ended_message(exit_code: Option<i32>) -> String {
+  match exit_code {
+    Some(code) => format!("MCP subprocess exited with code {code} before responding"),
+    None => "MCP subprocess closed stdout before responding".to_string(),
+  }
+}
+
 fn auth_hint(
   in_message: bool,
   www_authenticate: &Option<String>,
@@ -400,6 +423,22 @@ mod tests {
       "HTTP 401: denied [WWW-Authenticate: Bearer realm=\"x\"; Mcp-Auth-Server: https://auth]"
     );
     assert_eq!(http(false).to_string(), "HTTP 401: denied");
+    assert_eq!(
+      CoreError::ServerEnded {
+        exit_code: Some(3),
+        stderr: None
+      }
+      .to_string(),
+      "MCP subprocess exited with code 3 before responding"
+    );
+    assert_eq!(
+      CoreError::ServerEnded {
+        exit_code: None,
+        stderr: None
+      }
+      .to_string(),
+      "MCP subprocess closed stdout before responding"
+    );
     assert_eq!(
       CoreError::NoResponse("3".to_string()).to_string(),
       "No response received for request ID 3"

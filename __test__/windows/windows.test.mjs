@@ -154,7 +154,7 @@ describe("stdio", () => {
     const error = await connection.transport
       .request("tools/call", { name: "crash", arguments: { stderr: "fatal: disk on fire\n" } })
       .catch((e) => e);
-    assert.equal(error.message, "Transport closed");
+    assert.equal(error.message, "MCP subprocess exited with code 3 before responding");
     assert.match(error.stderr, /fatal: disk on fire/);
     // A45: the class (defined in JS as the module loads) works in node.exe too.
     assert.ok(error instanceof native.MCPTransportError);

@@ -54,11 +54,20 @@ pub enum ProbeFailure {
 pub fn classify_probe_failure(code: Option<f64>, message: &str) -> ProbeFailure {
   if code == Some(-32022.0) {
     ProbeFailure::Unsupported
-  } else if message == "Transport closed" {
+  } else if message == "Transport closed" || is_server_ended(message) {
     ProbeFailure::Exited
   } else {
     ProbeFailure::Legacy
   }
+}
+
+/// A49: a stdio server's stdout ended on the request (the agent 18.3.4's words, ours too).
+fn is_server_ended(message: &str) -> bool {
+  message == "MCP subprocess closed stdout before responding"
+    || message
+      .strip_prefix("MCP subprocess exited with code ")
+      .and_then(|rest| rest.strip_suffix(" before responding"))
+      .is_some_and(|code| code.parse::<i64>().is_ok())
 }
 
 /// The server a verdict is about: an HTTP server by origin and path, a stdio server by its
@@ -115,6 +124,14 @@ mod tests {
     );
     assert_eq!(
       classify_probe_failure(None, "Transport closed"),
+      ProbeFailure::Exited
+    );
+    assert_eq!(
+      classify_probe_failure(Some(1.0), "MCP subprocess exited with code 1 before responding"),
+      ProbeFailure::Exited
+    );
+    assert_eq!(
+      classify_probe_failure(None, "MCP subprocess closed stdout before responding"),
       ProbeFailure::Exited
     );
     assert_eq!(

@@ -32,6 +32,8 @@ use crate::sys::pipe::{self, RawPipe, ReadEnd};
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// S5: how long a server that closed stdout gets to finish its last stderr words.
 const STDERR_SETTLE: Duration = Duration::from_millis(200);
+/// A49: how long an ended stdout waits for the exit code.
+const EXIT_SETTLE: Duration = Duration::from_millis(20);
 
 #[derive(Debug, Clone)]
 pub struct StdioConfig {
@@ -496,6 +498,19 @@ async fn drain_stderr(mut stderr: ChildStderr, shared: Arc<Shared>, events: Arc<
   }
 }
 
+/// A49: the server's exit code, if it has exited by now (a process that only closed its
+/// stdout lives on; one ended by a signal has none).
+async fn exit_code(child: &mut Child) -> Option<i32> {
+  if let Ok(Some(status)) = child.try_wait() {
+    return status.code();
+  }
+  // Its pipes close just before it is reaped: a moment covers that.
+  match tokio::time::timeout(EXIT_SETTLE, child.wait()).await {
+    Ok(Ok(status)) => status.code(),
+    _ => None,
+  }
+}
+
 struct Supervised {
   session: Arc<Session>,
   shared: Arc<Shared>,
@@ -524,7 +539,8 @@ async fn supervise(mut s: Supervised) {
         .emit(Event::Error(CoreError::Read(error.to_string())));
     }
     let _ = tokio::time::timeout(STDERR_SETTLE, &mut s.drain).await;
-    s.session.disconnect(CoreError::TransportClosed {
+    s.session.disconnect(CoreError::ServerEnded {
+      exit_code: exit_code(&mut s.child).await,
       stderr: Some(s.shared.stderr_text()),
     });
   }
@@ -645,7 +661,7 @@ mod tests {
   }
 
   #[tokio::test]
-  async fn s4_s5_a_server_that_exits_rejects_pending_requests_with_its_stderr() {
+  async fn s4_s5_a49_a_server_that_exits_rejects_pending_requests_with_its_code_and_stderr() {
     let recorder = Arc::new(Recorder::default());
     let script = "read line; echo 'fatal: no config' >&2; exit 3";
     let transport = StdioTransport::spawn(
@@ -657,11 +673,34 @@ mod tests {
     .unwrap();
     let ticket = transport.session().request("tools/list", None).unwrap();
     until(&recorder, |e| matches!(e, Event::Closed)).await;
-    let Some(Err(CoreError::TransportClosed { stderr })) = outcome(&recorder, ticket) else {
+    let Some(Err(CoreError::ServerEnded { exit_code, stderr })) = outcome(&recorder, ticket) else {
       panic!("{:?}", outcome(&recorder, ticket));
     };
+    assert_eq!(exit_code, Some(3));
     assert!(stderr.unwrap_or_default().contains("fatal: no config"));
     assert!(!transport.session().is_connected());
+  }
+
+  #[tokio::test]
+  async fn a49_a_server_that_only_closes_its_stdout_has_no_exit_code() {
+    let recorder = Arc::new(Recorder::default());
+    let transport = StdioTransport::spawn(
+      sh("read line; exec 1>&-; sleep 5", 1 << 20),
+      recorder.clone(),
+      &Handle::current(),
+      None,
+    )
+    .unwrap();
+    let ticket = transport.session().request("tools/list", None).unwrap();
+    until(&recorder, |e| matches!(e, Event::Settled { .. })).await;
+    let Some(Err(error)) = outcome(&recorder, ticket) else {
+      panic!("{:?}", outcome(&recorder, ticket));
+    };
+    assert_eq!(
+      error.to_string(),
+      "MCP subprocess closed stdout before responding"
+    );
+    transport.close();
   }
 
   #[tokio::test]
