@@ -343,10 +343,12 @@ describe("stdio faults", () => {
     const queued = later(t.notify("notifications/message", { big }));
     await sleep(200);
     process.kill(t.pid!, "SIGKILL");
-    const gone = /^(Transport closed|Failed to write to MCP server: Broken pipe.*)$/;
+    // A49 when the end of stdout is seen first; `Transport closed` when A13's broken notify
+    // closed the transport first.
+    const gone = /^(MCP subprocess closed stdout before responding|Transport closed|Failed to write to MCP server: Broken pipe.*)$/;
     expect((await rejected(request)).message).toMatch(gone);
     // A13: a notify that met the broken pipe says so, and closes the transport.
-    const notifyGone = /^(Transport closed|Transport closed while sending notification "notifications\/message")$/;
+    const notifyGone = /^(MCP subprocess closed stdout before responding|Transport closed|Transport closed while sending notification "notifications\/message")$/;
     const outcomes = await Promise.all([
       settle(writing, 5000, "the notify being written").catch((e) => e),
       settle(queued, 5000, "the notify queued").catch((e) => e),
@@ -456,7 +458,7 @@ describe("HTTP faults", () => {
   // H9/E4: close() must release every exchange in flight, not only requests: a notify, and
   // the best-effort notifications/cancelled of an aborted request, both held by a server
   // that never answers (timeout 0, so no timer would ever end them).
-  it("H9/E4: a notify and a cancellation in flight at close() are dropped: the notify rejects 'Transport closed', no socket stays open", async () => {
+  it("H9/E4/A48: a notify and a cancellation in flight at close() are dropped: the notify rejects with the close's AbortError, no socket stays open", async () => {
     const t = await openHttp(silentUrl, { timeout: 0 });
     const peer = await openHttp(url);
     const silent = async () => await peer.request<{ silentOpen: number; silentSeen: number }>("stats");
@@ -474,8 +476,9 @@ describe("HTTP faults", () => {
       return now.silentSeen === before.silentSeen + 4 && now.silentOpen === before.silentOpen + 3;
     }, 5000, "the cancellation to connect");
     await resolved(t.close());
-    expect((await rejected(request)).message).toBe("Transport closed");
-    expect((await rejected(notify, 5000, "the notify in flight at close()")).message).toBe("Transport closed");
+    expect((await rejected(request)).message).toBe("MCP HTTP transport closed");
+    const dropped = await rejected(notify, 5000, "the notify in flight at close()");
+    expect([dropped.name, dropped.message]).toEqual(["AbortError", "MCP HTTP transport closed"]);
     await until(async () => (await silent()).silentOpen === before.silentOpen, 5000, "the silent server's sockets to close");
     await expectHealthy(peer);
   });

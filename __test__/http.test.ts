@@ -334,7 +334,9 @@ describe("H9 close", () => {
     await Promise.all([t.close(), t.close()]);
     const error = await inFlight;
     expect(error).toBeInstanceOf(Error);
-    expect(error.message).toBe("Transport closed");
+    // A48: an AbortError DOMException, as the agent's transport rejects.
+    expect(error).toBeInstanceOf(DOMException);
+    expect([error.name, error.message]).toEqual(["AbortError", "MCP HTTP transport closed"]);
     expect(closes).toBe(1);
     expect(t.connected).toBe(false);
     expect(f.received.filter((r) => r.method === "DELETE").map((r) => r.headers["mcp-session-id"])).toEqual(["s-close"]);

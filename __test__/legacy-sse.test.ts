@@ -466,7 +466,7 @@ describe("A23 requests and the stream", () => {
     expect(closes).toBe(1);
   });
 
-  it("A23/A21: close() rejects pending with Transport closed, drops the stream, fires onClose once, then unsets it", async () => {
+  it("A23/A21/A48: close() rejects pending with an AbortError, drops the stream, fires onClose once, then unsets it", async () => {
     const s = await legacyServer();
     const t = await connect({ url: s.url });
     let closes = 0;
@@ -476,7 +476,9 @@ describe("A23 requests and the stream", () => {
     const pending = t.request("hang/until-close").catch((e: Error) => e);
     await waitFor(() => s.posts().length === 1);
     await t.close();
-    expect(((await pending) as Error).message).toBe("Transport closed");
+    const aborted = (await pending) as Error;
+    expect(aborted).toBeInstanceOf(DOMException);
+    expect([aborted.name, aborted.message]).toEqual(["AbortError", "MCP legacy SSE transport closed"]);
     expect(closes).toBe(1);
     expect(t.onClose).toBeUndefined();
     expect(t.connected).toBe(false);

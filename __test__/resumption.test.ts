@@ -66,13 +66,13 @@ describe("P2 resuming a request's stream", () => {
     expect(gets(f)).toHaveLength(2);
   });
 
-  it("P2: close() during the wait rejects with 'Transport closed' and sends no GET", async () => {
+  it("P2/A48: close() during the wait rejects with the close's AbortError and sends no GET", async () => {
     const f = await fixture();
     const t = await connect({ url: f.url });
     const pending = t.request("resume/drop", { retry: 5000 }).catch((e) => e);
     await waitFor(() => f.dropTimes.length === 1);
     await t.close();
-    expect((await pending).message).toBe("Transport closed");
+    expect((await pending).message).toBe("MCP HTTP transport closed");
     expect(gets(f)).toEqual([]);
   });
 });

@@ -26,6 +26,10 @@ pub enum CoreError {
     exit_code: Option<i32>,
     stderr: Option<String>,
   },
+  /// A48: `close()` of an HTTP transport aborted what was in flight; JS gets an
+  /// `AbortError` `DOMException` with this message, as the agent's transports reject.
+  #[error("{}", .0.message())]
+  Aborted(ClosedTransport),
   /// T7
   #[error("Request timeout after {}ms", .0.as_millis())]
   RequestTimeout(Duration),
@@ -214,7 +218,8 @@ impl CoreError {
       transport_error::classify(&thrown, transport, stage, None)
     };
     match self {
-      CoreError::Unauthorized => None,
+      // Not a failure of the transport: the caller closed it (an AbortError).
+      CoreError::Unauthorized | CoreError::Aborted(_) => None,
       CoreError::NotConnected => fixed(Stage::Connect, Closed, true),
       CoreError::TransportClosed { .. } => fixed(Stage::Receive, Closed, true),
       CoreError::ServerEnded { exit_code, .. } => {
@@ -286,6 +291,22 @@ impl CoreError {
       | CoreError::LegacySse(_) => Some(classified(Stage::Connect, self.string_code())),
       CoreError::Read(_) | CoreError::InvalidSessionId => Some(classified(Stage::Receive, None)),
       CoreError::ToolDropped { .. } => Some(classified(Stage::Protocol, None)),
+    }
+  }
+}
+
+/// A48: which transport's `close()` aborted a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClosedTransport {
+  Http,
+  LegacySse,
+}
+
+impl ClosedTransport {
+  pub fn message(self) -> &'static str {
+    match self {
+      ClosedTransport::Http => "MCP HTTP transport closed",
+      ClosedTransport::LegacySse => "MCP legacy SSE transport closed",
     }
   }
 }

@@ -554,6 +554,20 @@ impl Js {
     Ok(result)
   }
 
+  /// `new DOMException(message, name)`; an `Error` of that name where the host has none.
+  pub fn dom_exception(&self, message: &str, name: &str) -> Value {
+    let made = self
+      .get(self.global(), "DOMException")
+      .and_then(|constructor| {
+        self.construct(constructor, &[self.string(message), self.string(name)])
+      });
+    made.unwrap_or_else(|_| {
+      let error = self.error(ErrorKind::Error, message);
+      self.set(error, "name", self.string(name));
+      error
+    })
+  }
+
   /// `new constructor(...args)`.
   pub fn construct(&self, constructor: Value, args: &[Value]) -> Result<Value, Thrown> {
     let mut instance = ptr::null_mut();

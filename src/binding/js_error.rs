@@ -10,6 +10,10 @@ use crate::transport_error::{self as rules, sanitize_message, Code, Diagnostic, 
 /// `MCPTransportError` classified as the agent's own transports classify it, with the
 /// contract's other properties (`status`, `stderr`, …) on it.
 pub fn to_js(js: Js, transport: TransportKind, error: &CoreError) -> Value {
+  // A48: what close() aborted rejects as aborted work does.
+  if let CoreError::Aborted(closed) = error {
+    return js.dom_exception(closed.message(), "AbortError");
+  }
   // H5: V8's own SyntaxError, exactly as `JSON.parse` words it, is the cause.
   let syntax_error = match error {
     CoreError::InvalidJson(text) => js.json_parse(text).err().map(|Thrown(e)| e),

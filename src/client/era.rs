@@ -127,7 +127,10 @@ mod tests {
       ProbeFailure::Exited
     );
     assert_eq!(
-      classify_probe_failure(Some(1.0), "MCP subprocess exited with code 1 before responding"),
+      classify_probe_failure(
+        Some(1.0),
+        "MCP subprocess exited with code 1 before responding"
+      ),
       ProbeFailure::Exited
     );
     assert_eq!(

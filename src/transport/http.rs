@@ -16,7 +16,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::CoreError;
+use crate::error::{ClosedTransport, CoreError};
 use crate::oauth::challenge::Challenge;
 use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
@@ -267,7 +267,7 @@ impl HttpTransport {
   pub fn close(&self) {
     if !self
       .session
-      .disconnect(CoreError::TransportClosed { stderr: None })
+      .disconnect(CoreError::Aborted(ClosedTransport::Http))
     {
       return;
     }
@@ -631,7 +631,7 @@ async fn dispatch(
           // H9/E4: close() drops a notify in flight; it rejects like a pending request.
           let outcome = tokio::select! {
             biased;
-            _ = shared.closing.cancelled() => Err(CoreError::TransportClosed { stderr: None }),
+            _ = shared.closing.cancelled() => Err(CoreError::Aborted(ClosedTransport::Http)),
             outcome = send_notification(&shared, &session, out.frame, out.timeout) => outcome,
           };
           session.events().emit(Event::Settled {

@@ -23,7 +23,7 @@ use super::http::{
   auth_error_headers, content_type_header, http_error, with_timeout, HostThroughEvents,
 };
 use super::legacy_stream;
-use crate::error::CoreError;
+use crate::error::{ClosedTransport, CoreError};
 use crate::protocol::header_policy::{merge, same_name};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
 use crate::transport::fetch::{self, network_error};
@@ -214,7 +214,7 @@ impl LegacySseTransport {
     self.shared.closing.cancel();
     self
       .session
-      .disconnect(CoreError::TransportClosed { stderr: None });
+      .disconnect(CoreError::Aborted(ClosedTransport::LegacySse));
     self.shared.release_client();
     self.session.events().emit(Event::Closed);
   }
@@ -418,7 +418,7 @@ async fn dispatch(
         Ack::Notify(ticket) => {
           let outcome = tokio::select! {
             biased;
-            _ = shared.closing.cancelled() => Err(CoreError::TransportClosed { stderr: None }),
+            _ = shared.closing.cancelled() => Err(CoreError::Aborted(ClosedTransport::LegacySse)),
             outcome = send_notification(&shared, frame, out.timeout) => outcome,
           };
           session.events().emit(Event::Settled {
