@@ -83,6 +83,18 @@ export declare class MCPTransportError extends Error {
   constructor(options: MCPTransportErrorOptions);
 }
 
+/** A47: the connect's timeout (`connectToServer`, the manager), the agent's `client.ts` class. */
+export declare class MCPConnectionTimeoutError extends MCPTransportError {
+  readonly serverName: string;
+  readonly timeoutMs: number;
+  constructor(serverName: string, timeoutMs: number);
+}
+
+/** A47: a legacy HTTP+SSE server sent no `endpoint` event in time (the agent's `sse.ts`). */
+export declare class LegacySseConnectionTimeoutError extends MCPTransportError {
+  constructor(timeoutMs: number);
+}
+
 export interface MCPAuthConfig {
   type: "oauth" | "apikey";
   credentialId?: string;

@@ -102,6 +102,11 @@ describe("C1 connectToServer", () => {
     const error: any = await native.connectToServer("silent", config).catch((e) => e);
     expect(error).toBeInstanceOf(Error);
     expect(error.message).toBe('Connection to MCP server "silent" timed out after 400ms');
+    // A47: the agent's class, a transport failure too (A45) that is never replayed as is.
+    expect(error).toBeInstanceOf(native.MCPConnectionTimeoutError);
+    expect(error).toBeInstanceOf(native.MCPTransportError);
+    expect([error.name, error.serverName, error.timeoutMs]).toEqual(["MCPConnectionTimeoutError", "silent", 400]);
+    expect([error.stage, error.failure, error.retryable]).toEqual(["connect", "timeout", false]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(390);
   });
 

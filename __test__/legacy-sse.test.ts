@@ -229,7 +229,12 @@ describe("A22 connect: the GET and its endpoint event", () => {
     for (const headers of [{}, { "X-Case": "silent" }]) {
       const started = performance.now();
       const t = unconnected({ url: s.url, timeout: 200, headers });
-      await expect(t.connect()).rejects.toThrow("Legacy SSE endpoint timeout after 200ms");
+      const error: any = await t.connect().catch((e) => e);
+      expect(error.message).toBe("Legacy SSE endpoint timeout after 200ms");
+      // A47: the agent's class, a transport failure too (A45).
+      expect(error).toBeInstanceOf(native.LegacySseConnectionTimeoutError);
+      expect(error).toBeInstanceOf(native.MCPTransportError);
+      expect([error.name, error.transport, error.failure, error.retryable]).toEqual(["LegacySseConnectionTimeoutError", "http", "timeout", false]);
       expect(performance.now() - started).toBeLessThan(2000);
       expect(t.connected).toBe(false);
     }

@@ -55,9 +55,24 @@ describe("A45 the class", () => {
     expect(mine.constructor).toBe(Mine);
   });
 
+  it("A47: the two timeout classes, constructed as the agent's code constructs them", () => {
+    const connect = new native.MCPConnectionTimeoutError("srv", 1500);
+    expect(connect.message).toBe('Connection to MCP server "srv" timed out after 1500ms');
+    expect([connect.name, connect.serverName, connect.timeoutMs]).toEqual(["MCPConnectionTimeoutError", "srv", 1500]);
+    expect(classOf(connect)).toEqual({ transport: "unknown", stage: "connect", failure: "timeout", retryable: false, code: undefined });
+    expect(connect).toBeInstanceOf(MCPTransportError);
+    const legacy = new native.LegacySseConnectionTimeoutError(250);
+    expect(legacy.message).toBe("Legacy SSE endpoint timeout after 250ms");
+    expect(legacy.name).toBe("LegacySseConnectionTimeoutError");
+    expect(classOf(legacy)).toEqual({ transport: "http", stage: "connect", failure: "timeout", retryable: false, code: undefined });
+    expect(legacy).toBeInstanceOf(Error);
+  });
+
   it("is the same class from the ESM entry point", async () => {
     const esm = await import("../index.mjs");
     expect(esm.MCPTransportError).toBe(MCPTransportError);
+    expect(esm.MCPConnectionTimeoutError).toBe(native.MCPConnectionTimeoutError);
+    expect(esm.LegacySseConnectionTimeoutError).toBe(native.LegacySseConnectionTimeoutError);
     expect(esm.normalizeMCPTransportError).toBe(native.normalizeMCPTransportError);
   });
 });

@@ -104,6 +104,11 @@ pub trait Transports: Values {
   ) -> Pending<Self::Value>;
   fn notify(&self, transport: &Self::Value, method: &str) -> Pending<Self::Value>;
   fn close(&self, transport: &Self::Value) -> Pending<Self::Value>;
+  /// A47: the connect timeout's error (`message` says it), an `MCPConnectionTimeoutError`
+  /// where the host has the class.
+  fn connect_timeout_error(&self, _name: &str, _timeout_ms: f64, message: &str) -> Self::Value {
+    self.error(message)
+  }
   /// H8: starts the transport's GET listener, if it has one, without waiting for it. N7:
   /// in the stateless era, its subscription for `filter`.
   fn start_listener(&self, transport: &Self::Value, filter: Option<&Self::Value>);

@@ -45,6 +45,14 @@ impl<T: OnJs> Transports for T {
     self.on().call_method(transport, "close", &[])
   }
 
+  fn connect_timeout_error(&self, name: &str, timeout_ms: f64, message: &str) -> Held {
+    let js = self.on().js;
+    match super::js_error::connect_timeout_error(js, name, timeout_ms) {
+      Ok(error) => self.on().hold(error),
+      Err(_) => self.error(message),
+    }
+  }
+
   fn start_listener(&self, transport: &Held, filter: Option<&Held>) {
     // It settles when the listener stops and never rejects (H8).
     let js = self.on().js;

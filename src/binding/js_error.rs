@@ -3,7 +3,8 @@
 //! a real `Error` subclass in every engine).
 use super::js::{ErrorKind, Held, Js, JsRaw, Thrown, Value};
 use super::js_slot::{self, JsSlot};
-use crate::error::{CoreError, ErrorProperty};
+use crate::client::handshake::connect_timeout_diagnostic;
+use crate::error::{CoreError, ErrorProperty, LegacySseError};
 use crate::transport_error::{self as rules, sanitize_message, Code, Diagnostic, TransportKind};
 
 /// A45: a failure of a `transport` as the JS error the contract gives it: an
@@ -13,6 +14,14 @@ pub fn to_js(js: Js, transport: TransportKind, error: &CoreError) -> Value {
   // A48: what close() aborted rejects as aborted work does.
   if let CoreError::Aborted(closed) = error {
     return js.dom_exception(closed.message(), "AbortError");
+  }
+  // A47: the legacy endpoint's timeout has a class of its own.
+  if let CoreError::LegacySse(LegacySseError::EndpointTimeout(limit)) = error {
+    let class = error_class(js, "LegacySseConnectionTimeoutError");
+    let timeout_ms = js.number(limit.as_millis() as f64);
+    if let Ok(value) = class.and_then(|class| js.construct(class, &[timeout_ms])) {
+      return value;
+    }
   }
   // H5: V8's own SyntaxError, exactly as `JSON.parse` words it, is the cause.
   let syntax_error = match error {
@@ -82,8 +91,16 @@ pub fn runtime_failure(js: Js) -> Held {
 }
 
 thread_local! {
-  static CLASS: JsSlot = const { JsSlot::new() };
+  /// A45/A47: `{MCPTransportError, MCPConnectionTimeoutError, LegacySseConnectionTimeoutError}`.
+  static CLASSES: JsSlot = const { JsSlot::new() };
 }
+
+/// The names of the error classes the package exports.
+pub const ERROR_CLASSES: [&str; 3] = [
+  "MCPTransportError",
+  "MCPConnectionTimeoutError",
+  "LegacySseConnectionTimeoutError",
+];
 
 fn define(js: Js) -> Result<Value, Thrown> {
   let factory = js.run_script(include_str!("mcp_transport_error.js"))?;
@@ -91,17 +108,48 @@ fn define(js: Js) -> Result<Value, Thrown> {
     let text = js.rust_string(args.get(0)).unwrap_or_default();
     Ok(js.string(&rules::sanitize_message(&text)))
   })?;
-  let class = js.call(factory, js.undefined(), &[sanitize])?;
-  js_slot::set(&CLASS, js, Some(class));
-  Ok(class)
+  let connect_timeout = js.closure("connectTimeout", |js, args| {
+    let name = js.rust_string(args.get(0)).unwrap_or_default();
+    let timeout_ms = js.number_value(args.get(1)).unwrap_or(f64::NAN);
+    options(js, &connect_timeout_diagnostic(&name, timeout_ms), None)
+  })?;
+  let legacy_timeout = js.closure("legacyTimeout", |js, args| {
+    let timeout_ms = js.number_value(args.get(0)).unwrap_or(0.0).max(0.0);
+    let error = CoreError::LegacySse(LegacySseError::EndpointTimeout(
+      std::time::Duration::from_secs_f64(timeout_ms / 1000.0),
+    ));
+    match error.diagnostic(TransportKind::Http) {
+      Some(diagnostic) => options(js, &diagnostic, None),
+      None => Ok(js.undefined()),
+    }
+  })?;
+  let classes = js.call(
+    factory,
+    js.undefined(),
+    &[sanitize, connect_timeout, legacy_timeout],
+  )?;
+  js_slot::set(&CLASSES, js, Some(classes));
+  Ok(classes)
 }
 
-/// A45: `MCPTransportError` of this JS thread (defined as the module loads).
+/// One of `ERROR_CLASSES` of this JS thread (defined as the module loads).
+pub fn error_class(js: Js, name: &str) -> Result<Value, Thrown> {
+  let classes = match CLASSES.with(|slot| slot.get(js)) {
+    Some(classes) => classes,
+    None => define(js)?,
+  };
+  js.get(classes, name)
+}
+
+/// A45: `MCPTransportError` of this JS thread.
 pub fn transport_error_class(js: Js) -> Result<Value, Thrown> {
-  match CLASS.with(|slot| slot.get(js)) {
-    Some(class) => Ok(class),
-    None => define(js),
-  }
+  error_class(js, "MCPTransportError")
+}
+
+/// A47: `new MCPConnectionTimeoutError(name, timeoutMs)`.
+pub fn connect_timeout_error(js: Js, name: &str, timeout_ms: f64) -> Result<Value, Thrown> {
+  let class = error_class(js, "MCPConnectionTimeoutError")?;
+  js.construct(class, &[js.string(name), js.number(timeout_ms)])
 }
 
 /// `new MCPTransportError(...)` saying `diagnostic`, caused by `cause`.
@@ -110,6 +158,12 @@ pub fn transport_error(
   diagnostic: &Diagnostic,
   cause: Option<Value>,
 ) -> Result<Value, Thrown> {
+  let options = options(js, diagnostic, cause)?;
+  js.construct(transport_error_class(js)?, &[options])
+}
+
+/// The constructor options of an `MCPTransportError` saying `diagnostic`.
+fn options(js: Js, diagnostic: &Diagnostic, cause: Option<Value>) -> Result<Value, Thrown> {
   let options = js.object()?;
   let text = |text: &Option<String>| text.as_deref().map_or(js.undefined(), |t| js.string(t));
   js.set(options, "transport", js.string(diagnostic.transport.name()));
@@ -128,5 +182,5 @@ pub fn transport_error(
   if let Some(cause) = cause {
     js.set(options, "cause", cause);
   }
-  js.construct(transport_error_class(js)?, &[options])
+  Ok(options)
 }

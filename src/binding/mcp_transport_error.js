@@ -1,9 +1,9 @@
-// A45: the agent's `MCPTransportError`, a real subclass of `Error` (its stack, `cause`,
-// `instanceof` and subclassing behave as the agent's own class; its fields come in the same
-// order). The message is bounded and its credentials redacted by the package's native rules,
-// passed in as `sanitize`.
-(function (sanitize) {
-  return class MCPTransportError extends Error {
+// A45/A47: the agent's error classes, real subclasses of `Error` (their stack, `cause`,
+// `instanceof` and subclassing behave as the agent's own; their fields come in the same
+// order). What they say is decided natively: `sanitize` bounds and redacts a message,
+// `connectTimeout` and `legacyTimeout` give the options of A47's two timeouts.
+(function (sanitize, connectTimeout, legacyTimeout) {
+  class MCPTransportError extends Error {
     transport;
     stage;
     failure;
@@ -26,5 +26,27 @@
       this.data = options.data;
       this.traceId = options.traceId;
     }
-  };
+  }
+
+  // A transport failure too (A45), so the agent's retry policy classifies it.
+  class MCPConnectionTimeoutError extends MCPTransportError {
+    serverName;
+    timeoutMs;
+
+    constructor(serverName, timeoutMs) {
+      super(connectTimeout(String(serverName), Number(timeoutMs)));
+      this.name = "MCPConnectionTimeoutError";
+      this.serverName = serverName;
+      this.timeoutMs = timeoutMs;
+    }
+  }
+
+  class LegacySseConnectionTimeoutError extends MCPTransportError {
+    constructor(timeoutMs) {
+      super(legacyTimeout(Number(timeoutMs)));
+      this.name = "LegacySseConnectionTimeoutError";
+    }
+  }
+
+  return { MCPTransportError, MCPConnectionTimeoutError, LegacySseConnectionTimeoutError };
 })

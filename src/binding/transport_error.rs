@@ -12,12 +12,14 @@ use crate::transport_error::{
   MAX_DATA_ENTRIES,
 };
 
-/// Defines the class as the module loads, once per JS thread, and exports it.
+/// Defines the error classes as the module loads, once per JS thread, and exports them.
 #[napi(module_exports)]
-pub fn export_transport_error_class(exports: Object, env: Env) -> napi::Result<()> {
+pub fn export_error_classes(exports: Object, env: Env) -> napi::Result<()> {
   let js = Js::new(env.raw());
-  let class = js_error::transport_error_class(js).map_err(|t| thrown(js, t))?;
-  js.set(exports.raw(), "MCPTransportError", class);
+  for name in js_error::ERROR_CLASSES {
+    let class = js_error::error_class(js, name).map_err(|t| thrown(js, t))?;
+    js.set(exports.raw(), name, class);
+  }
   Ok(())
 }
 

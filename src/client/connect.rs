@@ -177,7 +177,8 @@ enum Initialized<V> {
 }
 
 fn timeout_error<H: Transports>(host: &H, name: &str, limit: Duration) -> H::Value {
-  host.error(&connect_timeout_message(name, limit.as_secs_f64() * 1000.0))
+  let timeout_ms = limit.as_secs_f64() * 1000.0;
+  host.connect_timeout_error(name, timeout_ms, &connect_timeout_message(name, timeout_ms))
 }
 
 /// The transport, once created: the timeout asks it how long the user kept it waiting.

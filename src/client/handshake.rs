@@ -1,5 +1,6 @@
 //! The MCP handshake's pure parts (C1): what `initialize` offers by default, how a caller's
 //! `client` option overrides it, and the connect-timeout text.
+use crate::transport_error::{Diagnostic, Failure, Stage, TransportKind};
 use serde_json::{json, Map, Value};
 
 /// C1/P1: the version offered unless the caller's `client.protocolVersion` says otherwise.
@@ -124,6 +125,18 @@ pub fn initialize_params(options: &ClientOptions, mut capabilities: Map<String, 
 /// C1: the connect timeout's message; it wins over the request timeout.
 pub fn connect_timeout_message(name: &str, timeout_ms: f64) -> String {
   format!("Connection to MCP server \"{name}\" timed out after {timeout_ms}ms")
+}
+
+/// A47: what `MCPConnectionTimeoutError` says: a timeout of the connect, never retried as
+/// is (A46; the agent's manager reconnects on it instead, A57).
+pub fn connect_timeout_diagnostic(name: &str, timeout_ms: f64) -> Diagnostic {
+  Diagnostic::new(
+    TransportKind::Unknown,
+    Stage::Connect,
+    Failure::Timeout,
+    &connect_timeout_message(name, timeout_ms),
+    false,
+  )
 }
 
 #[cfg(test)]
