@@ -85,6 +85,22 @@ describe("A35 notification listeners", () => {
 });
 
 describe("A36 resources and prompts", () => {
+  it("A31/A36: while its tools are still listing a server counts as connected for its catalog too", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-a36-"));
+    dirs.push(dir);
+    const manager = new native.MCPManager(dir, null, { startupTimeoutMs: 10_000 });
+    managers.push(manager);
+    const connecting = manager.connectServers({ s: fx("--tools-delay=1500") }, {});
+    expect(await waitFor(() => manager.getConnection("s") !== undefined, 5000)).toBe(true);
+    expect(manager.getConnectionStatus("s")).toBe("connected");
+    expect(manager.getTools()).toEqual([]);
+    await manager.ensureServerResources("s");
+    expect(manager.getServerResources("s")!.resources).toHaveLength(7);
+    expect(manager.getTools()).toEqual([]);
+    await connecting;
+    expect(manager.getTools().length).toBeGreaterThan(0);
+  });
+
   it("A36: after connect the server's resources, templates and prompts are kept; read, execute and instructions work; undefined when not connected", async () => {
     const { manager } = await connected(fx("--instructions=use the tools"));
     await manager.ensureServerResources("s");

@@ -14,11 +14,17 @@ use crate::client::resources::{subscription, supports_subscriptions, Listing};
 use crate::client::supports;
 
 impl<H: ManagerHost> Manager<H> {
-  /// The connection of a connected server.
+  /// The connection of a connected server: with v18 (A31) one whose connect resolved while
+  /// its tools are still listing counts, as it does for `getConnection` (one notion of
+  /// connected across the manager).
   fn connected(&self, name: &str) -> Option<H::Value> {
-    self.with(|s| match s.get(name).map(|server| &server.phase) {
-      Some(Phase::Connected(connection)) => Some(connection.clone()),
-      _ => None,
+    let opened = self.opened_counts();
+    self.with(|s| {
+      let server = s.get(name)?;
+      match &server.phase {
+        Phase::Connected(connection) => Some(connection.clone()),
+        _ => server.opened().filter(|_| opened).cloned(),
+      }
     })
   }
 

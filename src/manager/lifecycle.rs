@@ -59,7 +59,7 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   /// A31 (v18): a server whose connect resolved counts as connected while its tools load.
-  fn opened_counts(&self) -> bool {
+  pub(super) fn opened_counts(&self) -> bool {
     self.settings().compat == super::host::Compat::V18
   }
 
