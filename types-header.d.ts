@@ -891,6 +891,16 @@ export interface MCPAuthStorage {
   get(credentialId: string): unknown;
 }
 
+/** A58: readiness of the servers given to `connectServers` (the agent's type). */
+export interface MCPStartupStatus {
+  /** Servers whose tools have been registered. */
+  connected: string[];
+  /** Servers still connecting or reconnecting at the deadline. */
+  pending: string[];
+  /** Servers whose connection or tool handshake failed, with the error. */
+  failed: Array<{ name: string; error: string }>;
+}
+
 /** Connects MCP servers in parallel and keeps their tools (SPEC §8). Subclass it (W1). */
 export declare class MCPManager<TTool = MCPTool> {
   constructor(cwd: string, toolCache?: MCPToolCache | null, options?: MCPManagerOptions<TTool>);
@@ -924,6 +934,13 @@ export declare class MCPManager<TTool = MCPTool> {
   getConnectionStatus(name: string): MCPConnectionStatus;
   getSource(name: string): SourceMeta | undefined;
   waitForConnection(name: string): Promise<MCPServerConnection>;
+  /**
+   * A58: waits up to `timeoutMs` (no limit when it is not above 0) for the connects and
+   * reconnects in flight, then says where each server given to `connectServers` stands.
+   */
+  waitForStartup(timeoutMs: number): Promise<MCPStartupStatus>;
+  /** A58: resolves once no connect or reconnect is in flight. */
+  waitForPendingConnections(): Promise<void>;
   getConnectedServers(): string[];
   getAllServerNames(): string[];
   disconnectServer(name: string): Promise<void>;

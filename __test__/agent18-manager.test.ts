@@ -161,3 +161,28 @@ describe("A30 the instance slot", () => {
     expect(Sub.instance()).toBeUndefined();
   });
 });
+
+describe("A58 startup waits", () => {
+  it("A58: waitForStartup says who connected, who is pending and who failed (and why); waitForPendingConnections waits for the rest", async () => {
+    const manager = make({ startupTimeoutMs: 100 });
+    const connecting = manager.connectServers({ fast: fx(), slow: fx("--init-delay=1500"), broken: fx("--init-error") }, {});
+    const started = Date.now();
+    const early = await manager.waitForStartup(600);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(550);
+    expect(early).toEqual({
+      connected: ["fast"],
+      pending: ["slow"],
+      failed: [{ name: "broken", error: "MCP error -32603: Initialization refused" }],
+    });
+    await manager.waitForPendingConnections();
+    expect(manager.getConnectionStatus("slow")).toBe("connected");
+    expect(await manager.waitForStartup(0)).toEqual({
+      connected: ["fast", "slow"],
+      pending: [],
+      failed: [{ name: "broken", error: "MCP error -32603: Initialization refused" }],
+    });
+    await connecting;
+    await manager.disconnectServer("broken");
+    expect((await manager.waitForStartup(1)).failed).toEqual([]);
+  });
+});

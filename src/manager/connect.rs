@@ -363,6 +363,9 @@ impl<H: ManagerHost> Manager<H> {
 
   /// Settles the waiters of a phase that was just left; reconnect attempts stop.
   pub(super) fn settle_phase(&self, phase: Phase<H>, outcome: Result<&H::Value, &H::Value>) {
+    if matches!(phase, Phase::Connecting(_) | Phase::Reconnecting { .. }) {
+      self.wake_settle_watchers();
+    }
     let waiter = match phase {
       Phase::Connecting(waiter) => waiter,
       Phase::Reconnecting { waiter, stop, .. } => {

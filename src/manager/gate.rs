@@ -195,6 +195,7 @@ impl<H: ManagerHost> Manager<H> {
     let mut invalid = Vec::new();
     for entry in entries {
       let name = entry.name;
+      self.with(|s| s.note_startup(&name));
       if let Some(source) = entry.source {
         let connection = self.with(|s| {
           s.record_source(&name, source.clone());
@@ -221,6 +222,7 @@ impl<H: ManagerHost> Manager<H> {
       let problems = validate_server_config(&name, &json.unwrap_or(serde_json::Value::Null));
       if !problems.is_empty() {
         let message = join_messages(&problems);
+        self.record_startup(&name, &Outcome::Failed(message.clone()));
         invalid.push((name.clone(), message.clone()));
         errors.push((name, message));
         continue;
@@ -250,6 +252,7 @@ impl<H: ManagerHost> Manager<H> {
       let status = status.clone();
       self.host.spawn(Box::pin(async move {
         let mut outcome = manager.connect_server(&name, generation).await;
+        manager.record_startup(&name, &outcome);
         if v18 {
           if matches!(outcome, Outcome::Abandoned) {
             outcome = Outcome::Failed(disconnected_during_connect(&name));

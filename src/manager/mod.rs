@@ -27,6 +27,7 @@ pub mod ordering;
 mod prepare;
 mod reconnect;
 mod reconnect_server;
+mod startup;
 mod state;
 pub mod subscription_epoch;
 #[cfg(test)]
@@ -49,6 +50,7 @@ pub use prepare::{
   inject_credential, names_a_credential, prepare_config, prepare_entries, PrepareOptions, Prepared,
 };
 pub use reconnect_server::reconnect_options;
+pub use startup::StartupStatus;
 use state::Servers;
 
 /// One manager's state and its host. Flows that outlive a call hold it by `Rc`.

@@ -133,6 +133,12 @@ pub struct Servers<H: ManagerHost> {
   pub subscribed: Vec<(String, Vec<String>)>,
   /// A36: the `refreshServerResources` in flight per server (its ticket, its promise).
   pub resource_refreshes: Vec<(String, u64, H::Waiter)>,
+  /// A58: the servers `connectServers` was given, in order, until disconnected.
+  pub startup: Vec<String>,
+  /// A58: why each of them last failed (cleared when it connects).
+  pub startup_failures: Vec<(String, String)>,
+  /// A58: told whenever a connect or reconnect settles.
+  pub settle_watchers: Vec<futures::channel::oneshot::Sender<()>>,
 }
 
 impl<H: ManagerHost> Default for Servers<H> {
@@ -154,6 +160,9 @@ impl<H: ManagerHost> Default for Servers<H> {
       notifications_epoch: 0,
       subscribed: Vec::new(),
       resource_refreshes: Vec::new(),
+      startup: Vec::new(),
+      startup_failures: Vec::new(),
+      settle_watchers: Vec::new(),
     }
   }
 }
@@ -281,6 +290,8 @@ impl<H: ManagerHost> Servers<H> {
   /// Everything, with the reconnect calls in flight (`disconnectAll`).
   pub fn take_all(&mut self) -> (Vec<Server<H>>, Vec<H::Waiter>) {
     self.subscribed.clear();
+    self.startup.clear();
+    self.startup_failures.clear();
     self.sources.clear();
     self.configs.clear();
     self.breaker.clear();
@@ -320,6 +331,8 @@ impl<H: ManagerHost> Servers<H> {
 
   pub fn forget_records(&mut self, name: &str) {
     self.breaker.reset(name);
+    self.startup.retain(|n| n != name);
+    self.startup_failures.retain(|(n, _)| n != name);
     self.subscribed.retain(|(n, _)| n != name);
     self.sources.retain(|(n, _)| n != name);
     self.configs.retain(|(n, _)| n != name);

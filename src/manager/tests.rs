@@ -1883,3 +1883,68 @@ async fn a64_a_v18_manager_hears_what_a_server_sends_while_its_tools_are_listing
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a58_wait_for_startup_says_who_connected_who_is_pending_and_who_failed_and_why() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("fast", Script::new("fast").tools(&["a"]));
+    host.script("slow", Script::new("slow").tools(&["b"]).slow(5_000));
+    host.script(
+      "refused",
+      Script::new("refused").initialize(Reply::err("refused on purpose")),
+    );
+    let manager = host.manager();
+    let entries = vec![
+      stdio("fast"),
+      stdio("slow"),
+      stdio("refused"),
+      entry_of("nourl", v(json!({ "type": "http" }))),
+    ];
+    let connecting = connect_in_background(&manager, entries);
+    sleep(ms(1)).await;
+    let started = Instant::now();
+    let status = manager.wait_for_startup(Some(ms(1_000))).await;
+    assert_eq!(started.elapsed(), ms(1_000));
+    assert_eq!(status.connected, ["fast"]);
+    assert_eq!(status.pending, ["slow"]);
+    let failed: Vec<&str> = status.failed.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(failed, ["refused", "nourl"]);
+    assert!(
+      status.failed[0].1.contains("refused on purpose"),
+      "{:?}",
+      status.failed
+    );
+    // No limit: it waits for the slow one.
+    let status = manager.wait_for_startup(None).await;
+    assert_eq!(status.connected, ["fast", "slow"]);
+    assert!(status.pending.is_empty());
+    connecting.await.unwrap();
+    // A disconnected server is no startup server any more.
+    manager.disconnect_server("refused").await.unwrap();
+    let status = manager.wait_for_startup(Some(ms(10))).await;
+    assert_eq!(status.failed.len(), 1);
+  })
+  .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a58_wait_for_pending_connections_resolves_when_nothing_is_connecting() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("slow", Script::new("slow").tools(&["b"]).slow(2_000));
+    let manager = host.manager();
+    let started = Instant::now();
+    manager.wait_for_pending_connections().await;
+    assert_eq!(started.elapsed(), ms(0));
+    let connecting = connect_in_background(&manager, vec![stdio("slow")]);
+    sleep(ms(1)).await;
+    manager.wait_for_pending_connections().await;
+    assert_eq!(started.elapsed(), ms(2_000));
+    assert_eq!(manager.status("slow"), "connected");
+    connecting.await.unwrap();
+  })
+  .await;
+}

@@ -48,6 +48,22 @@ fn settles_to_undefined(
   finish(js, promise(js, settled))
 }
 
+/// `MCPStartupStatus`: `{connected, pending, failed: [{name, error}]}`.
+fn startup_status(js: Js, status: &crate::manager::StartupStatus) -> Result<Held, Thrown> {
+  let object = js.object()?;
+  js.set(object, "connected", string_array(js, &status.connected)?);
+  js.set(object, "pending", string_array(js, &status.pending)?);
+  let failed = js.array(status.failed.len())?;
+  for (i, (name, error)) in status.failed.iter().enumerate() {
+    let entry = js.object()?;
+    js.set(entry, "name", js.string(name));
+    js.set(entry, "error", js.string(error));
+    js.set_element(failed, i as u32, entry)?;
+  }
+  js.set(object, "failed", failed);
+  Ok(Held::new(js, object))
+}
+
 /// A callback argument, kept (the core drops anything but a function).
 fn held(env: Env, value: Option<JsArg>) -> Option<Held> {
   let js = Js::new(env.raw());
@@ -381,6 +397,34 @@ impl JsMcpManager {
     let manager = self.manager.clone();
     settles_to_undefined(js, async move {
       manager.disconnect_all().await;
+      Ok(())
+    })
+  }
+
+  /// A58: waits up to `timeoutMs` (none when not above 0) for the connects in flight, then
+  /// says which startup servers connected, are pending or failed.
+  #[napi(js_name = "waitForStartup", skip_typescript)]
+  pub fn wait_for_startup(&self, env: Env, timeout_ms: Option<JsArg>) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let limit = optional(js, timeout_ms)
+      .and_then(|t| js.number_value(t))
+      .filter(|ms| *ms > 0.0)
+      .map(|ms| std::time::Duration::from_secs_f64(ms.min(8.64e15) / 1000.0));
+    let manager = self.manager.clone();
+    let status = async move {
+      let status = manager.wait_for_startup(limit).await;
+      startup_status(js, &status).map_err(|Thrown(error)| Held::new(js, error))
+    };
+    finish(js, promise(js, status))
+  }
+
+  /// A58: resolves once no connect or reconnect is in flight.
+  #[napi(js_name = "waitForPendingConnections", skip_typescript)]
+  pub fn wait_for_pending_connections(&self, env: Env) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.manager.clone();
+    settles_to_undefined(js, async move {
+      manager.wait_for_pending_connections().await;
       Ok(())
     })
   }
