@@ -811,7 +811,11 @@ export interface MCPLoadedConfigs {
 export type McpConnectionStatusEvent =
   | { type: "connecting"; serverNames: string[] }
   | { type: "connected"; serverName: string }
+  | { type: "reconnecting"; serverName: string }
   | { type: "failed"; serverName: string; error: string; sourcePath?: string };
+
+/** A59: a server's resources or prompts were listed afresh. */
+export type McpCatalogChangeEvent = { serverName: string; kind: "resources" | "prompts" };
 
 /** A30: completes OAuth after a tool-level challenge; the refreshed config, if any. */
 export type MCPAuthHandler = (serverName: string, challenge: MCPAuthChallenge) => Promise<MCPServerConfig | undefined>;
@@ -966,6 +970,10 @@ export declare class MCPManager<TTool = MCPTool> {
    * before any listener. Returns the function that removes it.
    */
   addNotificationListener(listener: (serverName: string, method: string, params: unknown) => void): () => void;
+  /** A59: every status event: `connectServers`' own, and those of reconnects and the breaker. */
+  addConnectionStatusListener(listener: (event: McpConnectionStatusEvent) => void): () => void;
+  /** A59: a server's resources or prompts were listed afresh. */
+  addCatalogChangeListener(listener: (event: McpCatalogChangeEvent) => void): () => void;
   /** A36: `resources/updated` for a subscribed URI. */
   setOnResourcesChanged(handler: (serverName: string, uri: string) => void): void;
   /** A36: a server's prompts were listed; called at once for servers that have prompts. */

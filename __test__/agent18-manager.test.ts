@@ -186,3 +186,46 @@ describe("A58 startup waits", () => {
     expect((await manager.waitForStartup(1)).failed).toEqual([]);
   });
 });
+
+describe("A59 status and catalog listeners", () => {
+  it("A59: a status listener hears connectServers' events and a reconnect's; a catalog listener hears fresh listings; removers stop them", async () => {
+    const manager = make({ startupTimeoutMs: 10_000 });
+    const heard: McpConnectionStatusEvent[] = [];
+    const removeStatus = manager.addConnectionStatusListener((event) => heard.push(event));
+    const catalogs: { serverName: string; kind: string }[] = [];
+    const removeCatalog = manager.addCatalogChangeListener((event) => catalogs.push(event));
+    manager.addConnectionStatusListener(() => {
+      throw new Error("a listener that throws is on its own");
+    });
+    await manager.connectServers({ s: fx("--all-capabilities"), broken: fx("--init-error") }, {});
+    expect(heard.slice(0, 1)).toEqual([{ type: "connecting", serverNames: ["s", "broken"] }]);
+    expect(heard.slice(1).sort((a: any, b: any) => a.serverName.localeCompare(b.serverName))).toEqual([
+      { type: "failed", serverName: "broken", error: "MCP error -32603: Initialization refused" },
+      { type: "connected", serverName: "s" },
+    ]);
+    // The catalog loads after the connect: resources, then prompts.
+    expect(await waitFor(() => catalogs.length === 2, 5000)).toBe(true);
+    expect(catalogs).toEqual([
+      { serverName: "s", kind: "resources" },
+      { serverName: "s", kind: "prompts" },
+    ]);
+    heard.length = 0;
+    await manager
+      .getConnection("s")!
+      .transport.request("tools/call", { name: "crash", arguments: {} })
+      .catch(() => {});
+    expect(await waitFor(() => heard.length === 2, 10_000)).toBe(true);
+    expect(heard).toEqual([
+      { type: "reconnecting", serverName: "s" },
+      { type: "connected", serverName: "s" },
+    ]);
+    removeStatus();
+    removeCatalog();
+    heard.length = 0;
+    const count = catalogs.length;
+    await manager.refreshServerResources("s");
+    await manager.connectServers({ later: fx() }, {});
+    expect(heard).toEqual([]);
+    expect(catalogs).toHaveLength(count);
+  });
+});

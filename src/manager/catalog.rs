@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use futures::future::join;
 
+use super::events::Catalog;
 use super::host::{Level, ManagerHost};
 use super::state::Phase;
 use super::subscription_epoch::{post_action, PostAction};
@@ -95,6 +96,9 @@ impl<H: ManagerHost> Manager<H> {
     let name = name.to_string();
     self.host.spawn(Box::pin(async move {
       let outcome = manager.list_resources(&name, connection).await;
+      if outcome.is_ok() {
+        manager.emit_catalog_change(&name, Catalog::Resources);
+      }
       let ended = manager.with(|s| {
         let (ended, kept) = std::mem::take(&mut s.resource_refreshes)
           .into_iter()
@@ -326,6 +330,7 @@ impl<H: ManagerHost> Manager<H> {
       .set_field(&connection, "prompts", self.host.undefined())?;
     self.list_of(&connection, Listing::Prompts).await?;
     self.prompts_changed(name);
+    self.emit_catalog_change(name, Catalog::Prompts);
     Ok(())
   }
 

@@ -56,11 +56,14 @@ impl<V: Clone> Report<V> {
 }
 
 /// A31: what `onStatus` hears (v12 hears only `Connecting`, as `onConnecting`).
+#[derive(Clone)]
 pub enum Status<'a> {
   /// The servers this call connects, in config order (with v18, the invalid ones too).
   Connecting(&'a [String]),
   /// Connected, its tools stored.
   Connected(&'a str),
+  /// A59: its connection was lost; a reconnect is under way.
+  Reconnecting(&'a str),
   Failed {
     server: &'a str,
     error: &'a str,
@@ -89,6 +92,10 @@ impl Status<'_> {
       }),
       Status::Connected(server) => h.object(vec![
         ("type", h.string("connected")),
+        ("serverName", h.string(server)),
+      ]),
+      Status::Reconnecting(server) => h.object(vec![
+        ("type", h.string("reconnecting")),
         ("serverName", h.string(server)),
       ]),
       Status::Failed {
@@ -187,6 +194,12 @@ impl<H: ManagerHost> Manager<H> {
     status: StatusHook,
   ) -> Result<Report<H::Value>, H::Value> {
     let v18 = self.settings().compat == Compat::V18;
+    // A59: what the caller hears, every status listener hears too.
+    let status = if v18 {
+      self.heard_by_listeners(status)
+    } else {
+      status
+    };
     let mut names = Vec::new();
     let mut errors = Vec::new();
     let mut to_connect = Vec::new();

@@ -18,6 +18,7 @@ mod client_api;
 pub mod config_file;
 mod connect;
 mod discover;
+mod events;
 mod gate;
 pub mod host;
 mod lifecycle;

@@ -94,6 +94,7 @@ impl<H: ManagerHost> Manager<H> {
       name,
       None,
     );
+    self.emit_status(super::gate::Status::Reconnecting(name));
     let reconnecting = self.host.reconnect_server(name, None);
     self.warn_on_failure(reconnecting, name, "Failed to reconnect MCP server");
   }

@@ -6,6 +6,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
+use super::gate::Status;
 use super::host::{Level, ManagerHost};
 use super::state::Phase;
 use super::Manager;
@@ -23,6 +24,9 @@ pub fn reconnect_options<H: crate::host::Values>(
   let manual = field("manual").is_some_and(|v| h.truthy(&v));
   (manual, field("authChallenge"))
 }
+
+/// A59: the `failed` event of a server the breaker stopped (the agent's words).
+const SUSPENDED: &str = "MCP server crashed too many times; automatic reconnects suspended";
 
 impl<H: ManagerHost> Manager<H> {
   /// The promise of the reconnect of `name`: the new connection, or `null` when it could
@@ -165,6 +169,7 @@ impl<H: ManagerHost> Manager<H> {
             name,
             None,
           );
+          self.emit_status(Status::Connected(name));
           return Some(connection);
         }
         Err(None) => return None,
@@ -230,6 +235,11 @@ impl<H: ManagerHost> Manager<H> {
     let Some((phase, connection, controller)) = taken else {
       return;
     };
+    self.emit_status(Status::Failed {
+      server: name,
+      error: SUSPENDED,
+      source_path: None,
+    });
     if let Some(controller) = controller {
       self.host.abort(&controller);
     }
@@ -252,6 +262,11 @@ impl<H: ManagerHost> Manager<H> {
       |error| self.host.message(&error),
     );
     self.log_reconnect_failure(name, &message);
+    self.emit_status(Status::Failed {
+      server: name,
+      error: &message,
+      source_path: None,
+    });
   }
 
   fn log_reconnect_failure(&self, name: &str, message: &str) {

@@ -133,6 +133,9 @@ pub struct Servers<H: ManagerHost> {
   pub subscribed: Vec<(String, Vec<String>)>,
   /// A36: the `refreshServerResources` in flight per server (its ticket, its promise).
   pub resource_refreshes: Vec<(String, u64, H::Waiter)>,
+  /// A59 `addConnectionStatusListener`, `addCatalogChangeListener`: each with its id.
+  pub status_listeners: Vec<(u64, H::Value)>,
+  pub catalog_listeners: Vec<(u64, H::Value)>,
   /// A58: the servers `connectServers` was given, in order, until disconnected.
   pub startup: Vec<String>,
   /// A58: why each of them last failed (cleared when it connects).
@@ -160,6 +163,8 @@ impl<H: ManagerHost> Default for Servers<H> {
       notifications_epoch: 0,
       subscribed: Vec::new(),
       resource_refreshes: Vec::new(),
+      status_listeners: Vec::new(),
+      catalog_listeners: Vec::new(),
       startup: Vec::new(),
       startup_failures: Vec::new(),
       settle_watchers: Vec::new(),

@@ -1430,6 +1430,7 @@ fn status_log() -> (super::StatusHook, Rc<RefCell<Vec<String>>>) {
     keep.borrow_mut().push(match status {
       super::Status::Connecting(names) => format!("connecting {}", names.join(",")),
       super::Status::Connected(name) => format!("connected {name}"),
+      super::Status::Reconnecting(name) => format!("reconnecting {name}"),
       super::Status::Failed { server, error, .. } => format!("failed {server}: {error}"),
     });
   });

@@ -474,6 +474,32 @@ impl JsMcpManager {
     }
   }
 
+  /// A59: hears every status event (connectServers', reconnects', the breaker's). Returns
+  /// the remover.
+  #[napi(js_name = "addConnectionStatusListener", skip_typescript)]
+  pub fn add_connection_status_listener(&self, env: Env, listener: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let added = self
+      .manager
+      .add_connection_status_listener(Held::new(js, listener.0));
+    added
+      .map(|remove| JsRaw(remove.get(js)))
+      .map_err(|error| thrown(js, Thrown(error.get(js))))
+  }
+
+  /// A59: hears `{serverName, kind}` after a server's resources or prompts were listed
+  /// afresh. Returns the remover.
+  #[napi(js_name = "addCatalogChangeListener", skip_typescript)]
+  pub fn add_catalog_change_listener(&self, env: Env, listener: JsArg) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let added = self
+      .manager
+      .add_catalog_change_listener(Held::new(js, listener.0));
+    added
+      .map(|remove| JsRaw(remove.get(js)))
+      .map_err(|error| thrown(js, Thrown(error.get(js))))
+  }
+
   /// A36: `(server, uri)` for `resources/updated` on a subscribed URI.
   #[napi(js_name = "setOnResourcesChanged", skip_typescript)]
   pub fn set_on_resources_changed(&self, env: Env, handler: Option<JsArg>) {
