@@ -121,6 +121,9 @@ interface MCPServerConfigBase {
   /** N1: this server's era, over `options.client.protocolVersion`: a handshake version,
    * `"2026-07-28"` (stateless) or `"auto"`. */
   protocolVersion?: string;
+  /** A41: `false` leaves the server's guidance out of `getServerInstructions` (its tools
+   * stay). Default: true. */
+  instructions?: boolean;
 }
 
 export interface MCPStdioServerConfig extends MCPServerConfigBase {
@@ -927,8 +930,9 @@ export declare class MCPManager<TTool = MCPTool> {
   ): Promise<MCPLoadResult<TTool>>;
   /** A32: the config of a known server: its connection's, else the one it was given. */
   getServerConfig(name: string): MCPServerConfig | undefined;
-  /** A30: one process-wide slot, whichever subclass fills it. */
-  static instance(): MCPManager<any> | undefined;
+  /** A30: one process-wide slot, whichever subclass fills it; A63: typed as the class it is
+   * asked on, so a subclass's callers need no cast. */
+  static instance<T extends abstract new (...args: any) => any>(this: T): InstanceType<T> | undefined;
   static setInstance(manager?: MCPManager<any>): void;
   static resetForTests(): void;
   /** M9. */

@@ -113,6 +113,11 @@ describe("A36 resources and prompts", () => {
     const prompt = await manager.executePrompt("s", "p1", { who: "me" });
     expect(prompt?.messages[0].content).toEqual({ type: "text", text: "p1 for me" });
     expect(manager.getServerInstructions()).toEqual(new Map([["s", "use the tools"]]));
+    // A61: `instructions: false` leaves the guidance out, the tools stay.
+    await manager.connectServers({ quiet: { ...fx("--instructions=ignore me"), instructions: false } }, {});
+    expect(manager.getConnectionStatus("quiet")).toBe("connected");
+    expect(manager.getTools().some((t: any) => t.name.startsWith("mcp__quiet_"))).toBe(true);
+    expect(manager.getServerInstructions()).toEqual(new Map([["s", "use the tools"]]));
     expect(manager.getServerResources("nobody")).toBeUndefined();
     expect(manager.getServerPrompts("nobody")).toBeUndefined();
     expect(await manager.readServerResource("nobody", "fixture://r/1")).toBeUndefined();

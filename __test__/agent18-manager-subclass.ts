@@ -400,6 +400,12 @@ assertType<Equals<ReturnType<AgentMCPManager["getTools"]>, AgentMCPTool[]>>();
 assertType<Equals<Awaited<ReturnType<AgentMCPManager["connectServers"]>>, MCPLoadResult>>();
 assertType<Equals<Awaited<ReturnType<typeof createMCPManager>>["result"]["tools"], AgentMCPTool[]>>();
 assertType<Equals<Awaited<ReturnType<AgentMCPManager["reconnectServer"]>>, MCPServerConnection | null>>();
+// A63: the slot reads as the class it is asked on.
+export function instanceSlot() {
+  const slot = AgentMCPManager.instance();
+  assertType<Equals<typeof slot, AgentMCPManager | undefined>>();
+  return slot;
+}
 
 /** Compile-time only: the agent's call sites type-check without casts. */
 export async function agentCallSites(manager: AgentMCPManager, configs: Record<string, MCPServerConfig>): Promise<string[]> {

@@ -432,6 +432,15 @@ impl<H: ManagerHost> Manager<H> {
       .with(|s| s.connections())
       .into_iter()
       .filter_map(|(name, c)| {
+        // A61: `instructions: false` in its config leaves the server's guidance out.
+        let config = self.host.field(&c, "config").ok();
+        let off = config
+          .and_then(|config| self.host.field(&config, "instructions").ok())
+          .and_then(|v| self.host.as_bool(&v))
+          == Some(false);
+        if off {
+          return None;
+        }
         let text = self.host.field(&c, "instructions").ok()?;
         let text = self.host.as_string(&text).filter(|t| !t.is_empty())?;
         Some((name, text))
