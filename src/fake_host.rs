@@ -59,6 +59,8 @@ pub enum V {
 pub struct FakeError {
   pub message: String,
   pub type_error: bool,
+  /// Its `name`, when neither `Error` nor `TypeError`.
+  pub name: Option<&'static str>,
 }
 
 pub fn v(json: Json) -> V {
@@ -69,6 +71,7 @@ pub fn error(message: &str) -> V {
   V::Error(Rc::new(FakeError {
     message: message.to_string(),
     type_error: false,
+    name: None,
   }))
 }
 
@@ -133,6 +136,7 @@ impl V {
         .unwrap_or(V::Undefined),
       V::Error(e) => match name {
         "message" => V::Str(e.message.as_str().into()),
+        "name" if e.name.is_some() => V::Str(e.name.unwrap_or_default().into()),
         "name" if e.type_error => V::Str("TypeError".into()),
         "name" => V::Str("Error".into()),
         _ => V::Undefined,
@@ -917,6 +921,7 @@ impl Values for FakeHost {
     V::Error(Rc::new(FakeError {
       message: message.to_string(),
       type_error: true,
+      name: None,
     }))
   }
 
@@ -940,6 +945,14 @@ impl Clock for FakeHost {
 }
 
 impl Transports for FakeHost {
+  fn connect_timeout_error(&self, _name: &str, _timeout_ms: f64, message: &str) -> V {
+    V::Error(Rc::new(FakeError {
+      message: message.to_string(),
+      type_error: false,
+      name: Some(crate::client::CONNECT_TIMEOUT_ERROR),
+    }))
+  }
+
   fn create_transport(&self, config: &V) -> Pending<V> {
     self.create_transport_as(config, false)
   }

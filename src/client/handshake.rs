@@ -127,6 +127,9 @@ pub fn connect_timeout_message(name: &str, timeout_ms: f64) -> String {
   format!("Connection to MCP server \"{name}\" timed out after {timeout_ms}ms")
 }
 
+/// A47: the `name` of the connect timeout's error (ours and the agent's).
+pub const CONNECT_TIMEOUT_ERROR: &str = "MCPConnectionTimeoutError";
+
 /// A47: what `MCPConnectionTimeoutError` says: a timeout of the connect, never retried as
 /// is (A46; the agent's manager reconnects on it instead, A57).
 pub fn connect_timeout_diagnostic(name: &str, timeout_ms: f64) -> Diagnostic {

@@ -19,7 +19,9 @@ mod tests;
 
 pub use connect::{connect, ConnectRequest};
 pub use features::ClientFeatures;
-pub use handshake::{connect_timeout_message, initialize_params, ClientOptions};
+pub use handshake::{
+  connect_timeout_message, initialize_params, ClientOptions, CONNECT_TIMEOUT_ERROR,
+};
 pub use listing::{
   call_tool, connection_transport, list_tools, paginate, stale_list, supports, tool_call,
 };

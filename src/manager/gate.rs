@@ -195,6 +195,7 @@ impl<H: ManagerHost> Manager<H> {
   ) -> Result<Report<H::Value>, H::Value> {
     let v18 = self.settings().compat == Compat::V18;
     // A59: what the caller hears, every status listener hears too.
+    let caller = status.clone();
     let status = if v18 {
       self.heard_by_listeners(status)
     } else {
@@ -263,8 +264,9 @@ impl<H: ManagerHost> Manager<H> {
       let manager = self.clone();
       let sender = sender.clone();
       let status = status.clone();
+      let caller = caller.clone();
       self.host.spawn(Box::pin(async move {
-        let mut outcome = manager.connect_server(&name, generation).await;
+        let mut outcome = manager.connect_server(&name, generation, caller).await;
         manager.record_startup(&name, &outcome);
         if v18 {
           if matches!(outcome, Outcome::Abandoned) {

@@ -1949,3 +1949,39 @@ async fn a58_wait_for_pending_connections_resolves_when_nothing_is_connecting() 
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a57_a_startup_connect_that_times_out_is_retried_through_reconnect_server() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.script("s", Script::new("s").tools(&["read"]).slow(5_000));
+    let manager = host.manager();
+    let (hook, log) = status_log();
+    let config = v(json!({ "command": "s", "timeout": 1000 }));
+    let connecting = {
+      let manager = manager.clone();
+      spawn_local(async move {
+        manager
+          .connect_servers(vec![entry_of("s", config)], hook)
+          .await
+      })
+    };
+    sleep(ms(1_100)).await;
+    // The server answers now: the retry connects it.
+    host.script("s", Script::new("s").tools(&["read"]));
+    sleep(ms(10_000)).await;
+    assert_eq!(
+      *log.borrow(),
+      [
+        "connecting s",
+        "failed s: Connection to MCP server \"s\" timed out after 1000ms",
+        "reconnecting s",
+        "connected s",
+      ]
+    );
+    assert_eq!(manager.status("s"), "connected");
+    assert!(connecting.await.unwrap().is_ok());
+  })
+  .await;
+}
