@@ -236,3 +236,53 @@ describe("A45/A46 HTTP rejections, from 127.0.0.1 servers", () => {
     expect(classOf(streamEnded)).toMatchObject({ transport: "http", retryable: false });
   });
 });
+
+describe("A46 no replay of accepted work", () => {
+  /** The agent 18.3.4's tool-bridge rule: reconnect and call again only when the error says so. */
+  const retriable = (error: any) =>
+    error instanceof MCPTransportError &&
+    (["connect", "reset", "eof", "closed"].includes(error.failure)
+      ? error.retryable
+      : error.failure === "http_status" && [404, 502, 503].includes(error.code as number));
+
+  it("A46: a tools/call the server accepted, whose stream then breaks, runs exactly once through the agent's retry", async () => {
+    let runs = 0;
+    let refuseNext = true;
+    const url = await rawServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        const message = JSON.parse(body);
+        if (message.method === "ping" && refuseNext) {
+          // Not accepted: the socket goes before any answer.
+          refuseNext = false;
+          return void req.socket.destroy();
+        }
+        if (message.method === "ping") return void res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {} }));
+        runs++;
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.write(": working\n\n");
+        setTimeout(() => req.socket.destroy(), 20);
+      });
+    });
+    const callOnce = async (method: string) => {
+      const t = await connect({ url });
+      return t.request(method, { name: "deploy", arguments: {} });
+    };
+    const withRetry = async (method: string) => {
+      try {
+        return await callOnce(method);
+      } catch (error) {
+        if (!retriable(error)) throw error;
+        return callOnce(method);
+      }
+    };
+    // Dropped before an answer: the retry goes through.
+    await expect(withRetry("ping")).resolves.toEqual({});
+    const error: any = await withRetry("tools/call").catch((e) => e);
+    expect(error).toBeInstanceOf(MCPTransportError);
+    expect(error.retryable).toBe(false);
+    expect(retriable(error)).toBe(false);
+    expect(runs).toBe(1);
+  });
+});
