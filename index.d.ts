@@ -124,6 +124,11 @@ interface MCPServerConfigBase {
   /** A41: `false` leaves the server's guidance out of `getServerInstructions` (its tools
    * stay). Default: true. */
   instructions?: boolean;
+  /** O1: on an HTTP server, answer its 401 (or 403 asking for more scopes) with OAuth 2.1.
+   * A42: a block with only the agent's own fields (`clientId`, `clientSecret`, `scope`,
+   * `redirectUri`, `callbackPort`, `callbackPath`, `prompt`) is the agent's configuration
+   * for its own flow, on any server type, and is left to it. */
+  oauth?: MCPOAuthOptions;
 }
 
 export interface MCPStdioServerConfig extends MCPServerConfigBase {
@@ -196,9 +201,7 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
    * roots and `NODE_EXTRA_CA_CERTS`: PEM text, a PEM file's path, or several of those. */
   ca?: string | string[];
   reconnect?: MCPStreamResumption;
-  /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
-  oauth?: MCPOAuthOptions;
-  /** O1: the same flow, with the TS SDK's provider keeping the credential and sending the
+  /** O1: the `oauth` flow, with the TS SDK's provider keeping the credential and sending the
    * user agent (two steps: `UnauthorizedError`, then `transport.finishAuth(callbackUrl)`). */
   authProvider?: MCPOAuthClientProvider;
 }
@@ -212,9 +215,7 @@ export interface MCPSseServerConfig extends MCPServerConfigBase {
   /** H10: see `MCPHttpServerConfig.ca`. */
   ca?: string | string[];
   reconnect?: MCPStreamResumption;
-  /** O1: answer the server's 401 (or 403 asking for more scopes) with OAuth 2.1. */
-  oauth?: MCPOAuthOptions;
-  /** O1: the same flow, with the TS SDK's provider keeping the credential and sending the
+  /** O1: the `oauth` flow, with the TS SDK's provider keeping the credential and sending the
    * user agent (two steps: `UnauthorizedError`, then `transport.finishAuth(callbackUrl)`). */
   authProvider?: MCPOAuthClientProvider;
 }
@@ -258,6 +259,11 @@ export interface MCPOAuthOptions {
    * the credential) signs a fresh proof for every token request and every request that
    * presents the token (`Authorization: DPoP …`); server nonces are honoured. */
   dpop?: boolean;
+  /** A42: the agent's own flow's loopback callback port and path, and the `prompt` of its
+   * authorization request (default "consent"). mcp-native's flow does not use them. */
+  callbackPort?: number;
+  callbackPath?: string;
+  prompt?: string;
 }
 
 /** O1: the TypeScript SDK's `OAuthClientProvider`, as far as mcp-native uses it. */

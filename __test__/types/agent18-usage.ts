@@ -60,6 +60,13 @@ export function types(connection: MCPServerConnection, transport: MCPTransport) 
   const format: MCPRequestIdFormat = "string";
   const config: MCPStdioServerConfig = { command: "srv", requestIdFormat: format, envPolicy: "literal", auth: { type: "oauth", tokenUrl: "https://a/token", clientId: "c" } };
   const file: MCPConfigFile = { $schema: "x", mcpServers: { srv: config }, enabledServers: ["srv"] };
+  // A41/A42: the agent's own fields, on every server type, read as the agent reads them.
+  const agentOAuth = { clientId: "c", clientSecret: "s", redirectUri: "http://127.0.0.1:1/cb", callbackPort: 8765, callbackPath: "/cb", prompt: "" };
+  const quiet: MCPStdioServerConfig = { command: "srv", instructions: false, oauth: agentOAuth };
+  const port: number | undefined = quiet.oauth?.callbackPort;
+  const path: string | undefined = quiet.oauth?.callbackPath;
+  const prompt: string | undefined = quiet.oauth?.prompt;
+  void [port, path, prompt];
   const challenge: MCPAuthChallenge = { wwwAuthenticate: ["Bearer"] };
   const read: MCPResourceReadResult = { contents: [{ uri: "file:///a", text: "a" }] };
   const page: MCPResourcesListResult = { resources: connection.resources ?? [], nextCursor: undefined };
