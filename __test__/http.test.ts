@@ -219,10 +219,10 @@ describe("T7/T8/T9 over HTTP", () => {
     expect(cancelled.params).toEqual({ requestId: call.id, reason: "Request timeout after 300ms" });
   });
 
-  it("T7: the SSE phase has its own timeout: 'SSE response timeout after <ms>ms'", async () => {
+  it("T7/A50: one deadline covers the POST and its SSE answer: 'Request timeout after <ms>ms'", async () => {
     const f = await fixture();
     const t = await connect({ url: f.url, timeout: 300 });
-    await expect(t.request("slow/sse", { ms: 3000 })).rejects.toThrow(/^SSE response timeout after 300ms$/);
+    await expect(t.request("slow/sse", { ms: 3000 })).rejects.toThrow(/^Request timeout after 300ms$/);
     expect(await waitFor(() => f.aborted.includes("slow/sse"))).toBe(true);
   });
 

@@ -202,6 +202,35 @@ describe("A45/A46 HTTP rejections, from 127.0.0.1 servers", () => {
     expect(classOf(invalid)).toMatchObject({ transport: "http", stage: "decode", failure: "malformed_response", retryable: false });
   });
 
+  it("A50: a JSON answer without result or error is malformed; one deadline covers the POST and its stream", async () => {
+    const url = await rawServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        const { id, method } = JSON.parse(body);
+        if (method === "empty") return void res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id }));
+        if (method === "bad-error") return void res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, error: "boom" }));
+        // Headers after 250 ms, then a stream that never answers.
+        setTimeout(() => {
+          res.writeHead(200, { "Content-Type": "text/event-stream" });
+          res.write(": accepted\n\n");
+        }, 250);
+      });
+    });
+    const t = await connect({ url, timeout: 400 });
+    const empty: any = await t.request("empty").catch((e) => e);
+    expect([empty.message, empty.failure, empty.stage, empty.retryable]).toEqual(["Malformed JSON-RPC response", "malformed_response", "decode", false]);
+    const badError: any = await t.request("bad-error").catch((e) => e);
+    expect(badError.message).toBe("Malformed JSON-RPC error response");
+    const started = performance.now();
+    const slow: any = await t.request("slow").catch((e) => e);
+    const took = performance.now() - started;
+    expect([slow.message, slow.failure, slow.retryable]).toEqual(["Request timeout after 400ms", "timeout", false]);
+    // 400 ms in all, not 250 ms for the POST plus 400 more for the stream.
+    expect(took).toBeGreaterThanOrEqual(390);
+    expect(took).toBeLessThan(600);
+  });
+
   it("A46: refused and reset before an answer may be retried; a body that breaks off after 200 never is", async () => {
     const probe = createServer();
     await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));

@@ -57,9 +57,6 @@ pub enum CoreError {
   /// S4: reading the server's stdout failed (not EOF).
   #[error("Failed to read from MCP server: {0}")]
   Read(String),
-  /// T7: the SSE-streamed phase of an HTTP request ran out of time.
-  #[error("SSE response timeout after {}ms", .0.as_millis())]
-  SseTimeout(Duration),
   /// T7/H7
   #[error("Notify timeout after {}ms", .0.as_millis())]
   NotifyTimeout(Duration),
@@ -87,6 +84,10 @@ pub enum CoreError {
   /// A19: the resuming GET was answered, but not with an event stream.
   #[error("MCP SSE resume returned unsupported Content-Type: {}", if .0.is_empty() { "(missing)" } else { .0.as_str() })]
   ResumeNotEventStream(String),
+  /// A50: a JSON body answering a request with neither `result` nor `error`, or with an
+  /// `error` that is not `{code, message}`; the text is the agent's.
+  #[error("{0}")]
+  MalformedAnswer(&'static str),
   /// E3 over HTTP: a JSON body over `maxMessageBytes`.
   #[error("Response body larger than maxMessageBytes ({limit} bytes)")]
   BodyTooLarge { limit: usize },
@@ -229,9 +230,7 @@ impl CoreError {
       }
       // The frame never reached the server: writing again cannot run anything twice.
       CoreError::NotifyUnwritable(_) | CoreError::Write(_) => fixed(Stage::Send, Eof, true),
-      CoreError::RequestTimeout(_)
-      | CoreError::SseTimeout(_)
-      | CoreError::LegacySse(LegacySseError::ResponseTimeout(_)) => {
+      CoreError::RequestTimeout(_) | CoreError::LegacySse(LegacySseError::ResponseTimeout(_)) => {
         fixed(Stage::Receive, Timeout, false)
       }
       CoreError::NotifyTimeout(_) => fixed(Stage::Send, Timeout, false),
@@ -264,6 +263,7 @@ impl CoreError {
         Some(diagnostic)
       }
       CoreError::InvalidJson(_)
+      | CoreError::MalformedAnswer(_)
       | CoreError::MessageTooLarge { .. }
       | CoreError::BodyTooLarge { .. }
       | CoreError::LegacySse(LegacySseError::NonJson(_)) => {

@@ -254,6 +254,26 @@ pub fn classify(frame: &str) -> Result<Incoming, Skipped> {
   }
 }
 
+/// A50: what is wrong with a JSON body that answers one request, in the agent's words: an
+/// object with neither `result` nor `error`, or whose `error` is not `{code: number,
+/// message: string}`. `None` for a good answer, and for anything else (a batch, a server
+/// message), which is handled as any frame is.
+pub fn malformed_answer(frame: &str) -> Option<&'static str> {
+  let envelope: Envelope = serde_json::from_str(frame).ok()?;
+  if envelope.method.is_some() {
+    return None;
+  }
+  match (envelope.result, envelope.error) {
+    (_, Some(error)) => {
+      let parsed: Option<ErrorObject> = serde_json::from_str(error.get()).ok();
+      let good = parsed.is_some_and(|e| e.code.is_some() && e.message.is_some());
+      (!good).then_some("Malformed JSON-RPC error response")
+    }
+    (Some(_), None) => None,
+    (None, None) => Some("Malformed JSON-RPC response"),
+  }
+}
+
 fn parse_error(raw: &RawValue) -> RpcError {
   // A malformed error object still rejects the request; it never resolves it.
   let parsed: Option<ErrorObject> = serde_json::from_str(raw.get()).ok();
@@ -851,6 +871,48 @@ mod a7_tests {
     assert_eq!(
       frame,
       r#"{"jsonrpc":"2.0","id":"0000000000000002","method":"ping","params":{}}"#
+    );
+  }
+}
+
+#[cfg(test)]
+mod answer_tests {
+  use super::malformed_answer;
+
+  #[test]
+  fn a50_a_json_answer_needs_a_result_or_a_well_formed_error() {
+    assert_eq!(
+      malformed_answer(r#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+      None
+    );
+    assert_eq!(
+      malformed_answer(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#),
+      None
+    );
+    assert_eq!(
+      malformed_answer(r#"{"jsonrpc":"2.0","id":1}"#),
+      Some("Malformed JSON-RPC response")
+    );
+    for error in [
+      r#""boom""#,
+      r#"{"code":"x","message":"m"}"#,
+      r#"{"code":1}"#,
+    ] {
+      let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"error":{error}}}"#);
+      assert_eq!(
+        malformed_answer(&frame),
+        Some("Malformed JSON-RPC error response"),
+        "{frame}"
+      );
+    }
+    // Batches and server messages are handled as any frame is.
+    assert_eq!(
+      malformed_answer(r#"[{"jsonrpc":"2.0","id":1,"result":1}]"#),
+      None
+    );
+    assert_eq!(
+      malformed_answer(r#"{"jsonrpc":"2.0","method":"notifications/x"}"#),
+      None
     );
   }
 }

@@ -925,7 +925,18 @@ async fn exchange(
   backoff: &mut Resumption,
 ) -> Option<Option<CoreError>> {
   let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
-  // Phase 1 (T7 "Request timeout"): the POST, and a JSON body.
+  // A50: one deadline for the POST, its answer and the streams that resume it; the time
+  // spent in the user agent during an OAuth flow does not count.
+  let started = tokio::time::Instant::now();
+  let apart_at_start = shared.user_wait();
+  let remaining = || {
+    timeout.map(|limit| {
+      let apart = shared.user_wait().saturating_sub(apart_at_start);
+      limit.saturating_sub(started.elapsed().saturating_sub(apart))
+    })
+  };
+  let timed_out = |limit: Duration| CoreError::RequestTimeout(timeout.unwrap_or(limit));
+  // Phase 1: the POST, and a JSON body.
   shared.note_initialize(&frame);
   let phase = with_timeout_apart(
     timeout,
@@ -954,6 +965,9 @@ async fn exchange(
       if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
         return Err(CoreError::InvalidJson(text.into_owned()));
       }
+      if let Some(malformed) = crate::protocol::message::malformed_answer(&text) {
+        return Err(CoreError::MalformedAnswer(malformed));
+      }
       session.handle_answer(id, &text);
       Ok(None)
     },
@@ -981,12 +995,12 @@ async fn exchange(
     // N5: no resumption in this era: a stream that ends early is the request lost.
     let mut events = EventReader::new(stream, shared.config.max_message_bytes);
     let ended = with_timeout(
-      timeout,
+      remaining(),
       deliver_events(session, &mut events, Some(id), backoff),
     );
     return match ended.await {
       Err(limit) => {
-        session.time_out(id, CoreError::SseTimeout(limit));
+        session.time_out(id, timed_out(limit));
         None
       }
       Ok(Err(error @ CoreError::InvalidJson(_))) => {
@@ -996,11 +1010,11 @@ async fn exchange(
       Ok(ended) => session.is_pending(id).then(|| ended.err()),
     };
   }
-  // Phase 2 (T7 "SSE response timeout"): events until the answer, on this stream or, after
-  // it ends or breaks, on the streams that resume it (P2).
-  let answered = with_timeout(timeout, follow_answer(shared, session, stream, id)).await;
+  // Phase 2: events until the answer, on this stream or, after it ends or breaks, on the
+  // streams that resume it (P2), within what is left of the deadline (A50).
+  let answered = with_timeout(remaining(), follow_answer(shared, session, stream, id)).await;
   match answered {
-    Err(limit) => session.time_out(id, CoreError::SseTimeout(limit)),
+    Err(limit) => session.time_out(id, timed_out(limit)),
     Ok(Err(error)) => fail(error),
     Ok(Ok(())) => {
       if session.is_pending(id) {
