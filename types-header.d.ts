@@ -871,6 +871,8 @@ export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
   /** A40: the agent version to behave as (default `"v18"`). `"v12"`: `connectServers`' third
    * argument is `onConnecting`, uncached servers are waited for (M4), `mcp_` tool names. */
   compat?: "v12" | "v18";
+  /** A55: the waits of a v18 reconnect (`ladderMs`). */
+  reconnectPolicy?: MCPReconnectPolicy;
   /** O1: OAuth options for an HTTP server whose config has no `oauth` of its own. */
   oauth?: (serverName: string, config: MCPHttpServerConfig | MCPSseServerConfig) => MCPOAuthOptions | undefined;
   /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
@@ -904,6 +906,15 @@ export interface MCPAuthStorage {
   get(credentialId: string): unknown;
 }
 
+/** A55: how a v18 manager reconnects a lost server: the first attempt at once, then one
+ * after each wait of `ladderMs` (default `[500, 1000, 2000, 4000]`). `retryBaseMs` and
+ * `retryMaxMs` (A56's idle retries of a remote server) are accepted and not used yet. */
+export interface MCPReconnectPolicy {
+  ladderMs: readonly number[];
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
 /** A58: readiness of the servers given to `connectServers` (the agent's type). */
 export interface MCPStartupStatus {
   /** Servers whose tools have been registered. */
@@ -917,6 +928,13 @@ export interface MCPStartupStatus {
 /** Connects MCP servers in parallel and keeps their tools (SPEC §8). Subclass it (W1). */
 export declare class MCPManager<TTool = MCPTool> {
   constructor(cwd: string, toolCache?: MCPToolCache | null, options?: MCPManagerOptions<TTool>);
+  /** A55: the agent 18.3.4's form. */
+  constructor(
+    cwd: string,
+    toolCache?: MCPToolCache | null,
+    loadConfigs?: (cwd: string, options: MCPDiscoverOptions) => Promise<MCPLoadedConfigs>,
+    reconnectPolicy?: MCPReconnectPolicy,
+  );
   /** The working directory `.mcp.json` is looked up in. */
   readonly cwd: string;
   setAuthStorage(storage: MCPAuthStorage | null | undefined): void;

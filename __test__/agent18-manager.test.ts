@@ -229,3 +229,25 @@ describe("A59 status and catalog listeners", () => {
     expect(catalogs).toHaveLength(count);
   });
 });
+
+describe("A55 the agent's constructor form", () => {
+  it("A55: (cwd, toolCache, loadConfigs, reconnectPolicy): discovery asks that loader; a lost server is retried on that ladder", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-a55-"));
+    dirs.push(dir);
+    const asked: string[] = [];
+    const loadConfigs = async (cwd: string) => {
+      asked.push(cwd);
+      return { configs: { s: fx() }, sources: {} };
+    };
+    const manager = new native.MCPManager(dir, null, loadConfigs, { ladderMs: [50, 50], retryBaseMs: 15_000, retryMaxMs: 300_000 });
+    managers.push(manager);
+    const result = await manager.discoverAndConnect();
+    expect(asked).toEqual([dir]);
+    expect(result.connectedServers).toEqual(["s"]);
+    const events: McpConnectionStatusEvent[] = [];
+    manager.addConnectionStatusListener((event) => events.push(event));
+    await manager.getConnection("s")!.transport.request("tools/call", { name: "crash", arguments: {} }).catch(() => {});
+    expect(await waitFor(() => events.some((e) => e.type === "connected"), 5000)).toBe(true);
+    expect(events.map((e) => e.type)).toEqual(["reconnecting", "connected"]);
+  });
+});

@@ -1414,6 +1414,10 @@ impl ManagerHost for FakeHost {
     if settings.forwards_notifications {
       fields.push(("onNotification", V::Function));
     }
+    if let Some(ladder) = settings.ladder {
+      let waits = V::Array(Rc::new(RefCell::new(ladder.into_iter().map(ms).collect())));
+      fields.push(("reconnectPolicy", V::object(vec![("ladderMs", waits)])));
+    }
     fields.push(("autoRefreshTools", V::Bool(settings.auto_refresh_tools)));
     if settings.compat == crate::manager::host::Compat::V12 {
       fields.push(("compat", V::Str("v12".into())));

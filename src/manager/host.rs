@@ -57,6 +57,9 @@ pub struct Settings {
   pub forwards_notifications: bool,
   /// M10: `options.autoRefreshTools`.
   pub auto_refresh_tools: bool,
+  /// A55: `options.reconnectPolicy.ladderMs`: the waits after each failed attempt of a
+  /// reconnect (the agent 18.3.4's constructor form gives it as its fourth argument).
+  pub ladder: Option<Vec<Duration>>,
 }
 
 impl Settings {
@@ -97,6 +100,16 @@ impl Settings {
       reconnect_off: option("reconnect").is_some_and(|r| !host.truthy(&r)),
       forwards_notifications: option("onNotification").is_some_and(|f| host.is_function(&f)),
       auto_refresh_tools: option("autoRefreshTools").is_some_and(|v| host.truthy(&v)),
+      ladder: option("reconnectPolicy")
+        .and_then(|policy| host.field(&policy, "ladderMs").ok())
+        .and_then(|ladder| host.items(&ladder))
+        .map(|waits| {
+          waits
+            .iter()
+            .filter_map(|ms| host.as_number(ms).filter(|n| n.is_finite() && *n >= 0.0))
+            .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+            .collect()
+        }),
     }
   }
 }

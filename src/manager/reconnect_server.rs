@@ -4,7 +4,7 @@
 //! old tools stay listed. Concurrent calls share one attempt, and the breaker stops a
 //! server that keeps dying right after it connects.
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::gate::Status;
 use super::host::{Level, ManagerHost};
@@ -150,9 +150,14 @@ impl<H: ManagerHost> Manager<H> {
     ticket: u64,
     generation: u64,
   ) -> Option<H::Value> {
-    let policy = self.settings().reconnect.unwrap_or_default();
+    let settings = self.settings();
+    // A55: the first attempt at once, then one after each wait of the given ladder.
+    let ladder: Vec<Duration> = match settings.ladder {
+      Some(waits) => std::iter::once(Duration::ZERO).chain(waits).collect(),
+      None => settings.reconnect.unwrap_or_default().ladder().collect(),
+    };
     let mut last_error = None;
-    for delay in policy.ladder() {
+    for delay in ladder {
       if !delay.is_zero() {
         self.host.sleep(delay).await;
       }

@@ -1985,3 +1985,37 @@ async fn a57_a_startup_connect_that_times_out_is_retried_through_reconnect_serve
   })
   .await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a55_the_reconnect_policy_s_ladder_sets_the_waits_between_attempts() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.settings_mut().ladder = Some(vec![ms(100), ms(300)]);
+    host.script("files", Script::new("files").tools(&["read"]));
+    let attempts: Rc<RefCell<Vec<Instant>>> = Rc::default();
+    let counted = attempts.clone();
+    host.custom_connect(Rc::new(move |host, name, config| {
+      counted.borrow_mut().push(Instant::now());
+      match counted.borrow().len() {
+        1 => core_connect(host, name, config),
+        n => {
+          let failure = error(&format!("attempt {n} refused"));
+          Box::pin(async move { Err(failure) })
+        }
+      }
+    }));
+    let manager = host.manager();
+    connect(&manager, vec![stdio("files")]).await;
+    let lost = Instant::now();
+    host.kill("files");
+    sleep(ms(10_000)).await;
+    let offsets: Vec<u128> = attempts.borrow()[1..]
+      .iter()
+      .map(|at| at.duration_since(lost).as_millis())
+      .collect();
+    assert_eq!(offsets, [0, 100, 400]);
+    assert_eq!(manager.status("files"), "disconnected");
+  })
+  .await;
+}

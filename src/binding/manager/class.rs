@@ -48,6 +48,16 @@ fn settles_to_undefined(
   finish(js, promise(js, settled))
 }
 
+/// The options object of A55's constructor form: `{loadConfigs, reconnectPolicy?}`.
+fn agent_form(js: Js, load: Value, policy: Option<Value>) -> Result<Value, Thrown> {
+  let options = js.object()?;
+  js.set(options, "loadConfigs", load);
+  if let Some(policy) = policy {
+    js.set(options, "reconnectPolicy", policy);
+  }
+  Ok(options)
+}
+
 /// `MCPStartupStatus`: `{connected, pending, failed: [{name, error}]}`.
 fn startup_status(js: Js, status: &crate::manager::StartupStatus) -> Result<Held, Thrown> {
   let object = js.object()?;
@@ -173,10 +183,17 @@ impl JsMcpManager {
     cwd: JsArg,
     tool_cache: Option<JsArg>,
     options: Option<JsArg>,
+    reconnect_policy: Option<JsArg>,
   ) -> napi::Result<Self> {
     let js = Js::new(env.raw());
-    Self::build(js, cwd.0, optional(js, tool_cache), optional(js, options))
-      .map_err(|t| thrown(js, t))
+    let options = match optional(js, options) {
+      // A55: the agent 18.3.4's form, `(cwd, toolCache?, loadConfigs?, reconnectPolicy?)`.
+      Some(load) if js.is_function(load) => {
+        Some(agent_form(js, load, optional(js, reconnect_policy)).map_err(|t| thrown(js, t))?)
+      }
+      options => options,
+    };
+    Self::build(js, cwd.0, optional(js, tool_cache), options).map_err(|t| thrown(js, t))
   }
 
   #[napi(getter, skip_typescript)]
