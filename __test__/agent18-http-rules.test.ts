@@ -69,6 +69,16 @@ describe("A18 answers over HTTP", () => {
     expect(await waitFor(() => seen.length === 1)).toBe(true);
     expect(seen).toEqual([["notifications/message", "on the notify's stream"]]);
   });
+
+  it("A50: the notify's stream has no deadline of its own: a message after the timeout still arrives", async () => {
+    const f = await fixture();
+    const t = await connect({ url: f.url, timeout: 200 });
+    const seen: unknown[] = [];
+    t.onNotification = (method, params: any) => seen.push([method, params.data]);
+    await t.notify("notifications/with-stream", { ms: 500 });
+    expect(await waitFor(() => seen.length === 1, 3000)).toBe(true);
+    expect(seen).toEqual([["notifications/message", "on the notify's stream"]]);
+  });
 });
 
 describe("A19 resumption failures", () => {

@@ -4,7 +4,7 @@
 //! reconnected meanwhile) closes what it opened instead of adopting it (M7).
 use std::rc::Rc;
 
-use super::host::{Compat, Level, ManagerHost, Settings, Watch};
+use super::host::{Compat, ManagerHost, Settings, Watch};
 use super::state::Phase;
 use super::Manager;
 use crate::client::era;
@@ -167,24 +167,22 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   /// The first connect of `name` at `generation`.
-  /// `caller` is the status hook of the `connectServers` call (A57 tells it of a retry).
+  /// The first connect of `name` at `generation`, and (A57) whether it failed on a v18
+  /// manager's connect timeout, which is tried again.
   pub(super) async fn connect_server(
     self: &Rc<Self>,
     name: &str,
     generation: u64,
-    caller: super::gate::StatusHook,
-  ) -> Outcome {
+  ) -> (Outcome, bool) {
     match self.establish(name, generation).await {
-      Ok(_) => Outcome::Connected,
-      Err(None) => Outcome::Abandoned,
+      Ok(_) => (Outcome::Connected, false),
+      Err(None) => (Outcome::Abandoned, false),
       Err(Some(error)) => {
         // A57: a v18 manager tries a connect that timed out again rather than giving up.
         let retry = self.settings().compat == Compat::V18 && self.is_connect_timeout(&error);
         let outcome = self.fail(name, generation, error);
-        if retry && matches!(outcome, Outcome::Failed(_)) {
-          self.reconnect_after_timeout(name, caller);
-        }
-        outcome
+        let retry = retry && matches!(outcome, Outcome::Failed(_));
+        (outcome, retry)
       }
     }
   }
@@ -393,32 +391,10 @@ impl<H: ManagerHost> Manager<H> {
 
   /// The attempt failed: a server that handed out deferred tools keeps them (W7), any other
   /// is forgotten; waiters get the error.
-  fn is_connect_timeout(&self, error: &H::Value) -> bool {
+  pub(super) fn is_connect_timeout(&self, error: &H::Value) -> bool {
     let name = self.host.field(error, "name").ok();
     name.and_then(|n| self.host.as_string(&n)).as_deref()
       == Some(crate::client::CONNECT_TIMEOUT_ERROR)
-  }
-
-  /// A57: after its `failed` status, the server is `reconnecting` through
-  /// `this.reconnectServer(name)` (W1), whose ladder tries again; the caller of
-  /// `connectServers` hears that, and the connect it ends with (the listeners hear all).
-  fn reconnect_after_timeout(self: &Rc<Self>, name: &str, caller: super::gate::StatusHook) {
-    use super::gate::Status;
-    let manager = self.clone();
-    let name = name.to_string();
-    self.host.spawn(Box::pin(async move {
-      caller(Status::Reconnecting(&name));
-      manager.emit_status(Status::Reconnecting(&name));
-      match manager.host.reconnect_server(&name, None).await {
-        Ok(connection) if manager.host.is_object(&connection) => caller(Status::Connected(&name)),
-        Ok(_) => {}
-        Err(error) => {
-          let message = manager.host.message(&error);
-          let text = format!("Failed to reconnect MCP server \"{name}\": {message}");
-          manager.host.log(Level::Warn, &text, &name, Some(&message));
-        }
-      }
-    }));
   }
 
   pub(super) fn fail(&self, name: &str, generation: u64, error: H::Value) -> Outcome {

@@ -71,24 +71,41 @@ impl<H: ManagerHost> Manager<H> {
     which: Listeners,
     listener: H::Value,
   ) -> Result<H::Value, H::Value> {
-    if !self.host.is_function(&listener) {
-      return Err(
-        self
-          .host
-          .type_error("The \"listener\" argument must be a function"),
-      );
-    }
+    self.listener_argument(&listener)?;
     let id = self.with(|s| {
       let id = s.next_generation();
       which.of(s).push((id, listener));
       id
     });
+    self.remover(which.remover(), move |s| {
+      which.of(s).retain(|(n, _)| *n != id)
+    })
+  }
+
+  /// A listener argument must be a function (a TypeError otherwise).
+  pub(super) fn listener_argument(&self, listener: &H::Value) -> Result<(), H::Value> {
+    if self.host.is_function(listener) {
+      return Ok(());
+    }
+    Err(
+      self
+        .host
+        .type_error("The \"listener\" argument must be a function"),
+    )
+  }
+
+  /// The `() => void` that runs `remove` on the state (once the manager is gone, nothing).
+  pub(super) fn remover(
+    self: &Rc<Self>,
+    name: &str,
+    remove: impl Fn(&mut Servers<H>) + 'static,
+  ) -> Result<H::Value, H::Value> {
     let manager = Rc::downgrade(self);
     self.host.procedure(
-      which.remover(),
+      name,
       Rc::new(move || {
         if let Some(manager) = manager.upgrade() {
-          manager.with(|s| which.of(s).retain(|(n, _)| *n != id));
+          manager.with(&remove);
         }
       }),
     )

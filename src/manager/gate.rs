@@ -266,13 +266,16 @@ impl<H: ManagerHost> Manager<H> {
       let status = status.clone();
       let caller = caller.clone();
       self.host.spawn(Box::pin(async move {
-        let mut outcome = manager.connect_server(&name, generation, caller).await;
+        let (mut outcome, timed_out) = manager.connect_server(&name, generation).await;
         manager.record_startup(&name, &outcome);
         if v18 {
           if matches!(outcome, Outcome::Abandoned) {
             outcome = Outcome::Failed(disconnected_during_connect(&name));
           }
           manager.report_status(&status, &name, &outcome);
+        }
+        if timed_out {
+          manager.reconnect_after_timeout(&name, caller);
         }
         // The answer went out already: what is left is only worth a log line.
         if let Err(unsent) = sender.unbounded_send((name, outcome)) {
@@ -358,6 +361,27 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   /// A31: a settled connect's `connected` or `failed` event.
+  /// A57: after its `failed` status, the server is `reconnecting` through
+  /// `this.reconnectServer(name)` (W1), whose ladder tries again; the caller of
+  /// `connectServers` hears that, and the connect it ends with (the listeners hear all).
+  fn reconnect_after_timeout(self: &Rc<Self>, name: &str, caller: StatusHook) {
+    let manager = self.clone();
+    let name = name.to_string();
+    self.host.spawn(Box::pin(async move {
+      caller(Status::Reconnecting(&name));
+      manager.emit_status(Status::Reconnecting(&name));
+      match manager.host.reconnect_server(&name, None).await {
+        Ok(connection) if manager.host.is_object(&connection) => caller(Status::Connected(&name)),
+        Ok(_) => {}
+        Err(error) => {
+          let message = manager.host.message(&error);
+          let text = format!("Failed to reconnect MCP server \"{name}\": {message}");
+          manager.host.log(Level::Warn, &text, &name, Some(&message));
+        }
+      }
+    }));
+  }
+
   fn report_status(&self, status: &StatusHook, name: &str, outcome: &Outcome) {
     match outcome {
       Outcome::Connected => status(Status::Connected(name)),

@@ -76,13 +76,7 @@ impl<H: ManagerHost> Manager<H> {
     self: &Rc<Self>,
     listener: H::Value,
   ) -> Result<H::Value, H::Value> {
-    if !self.host.is_function(&listener) {
-      return Err(
-        self
-          .host
-          .type_error("The \"listener\" argument must be a function"),
-      );
-    }
+    self.listener_argument(&listener)?;
     let (id, unheard) = self.with(|s| {
       let id = s.next_generation();
       let first = s.listeners.is_empty();
@@ -97,14 +91,8 @@ impl<H: ManagerHost> Manager<H> {
     for (name, method, params) in unheard {
       self.hear(&listener, &name, &method, params);
     }
-    let manager = Rc::downgrade(self);
-    self.host.procedure(
-      "removeNotificationListener",
-      Rc::new(move || {
-        if let Some(manager) = manager.upgrade() {
-          manager.with(|s| s.listeners.retain(|(n, _)| *n != id));
-        }
-      }),
-    )
+    self.remover("removeNotificationListener", move |s| {
+      s.listeners.retain(|(n, _)| *n != id)
+    })
   }
 }

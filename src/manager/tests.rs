@@ -1524,24 +1524,30 @@ async fn a32_v18_a_connect_outlived_by_a_disconnect_fails_with_its_own_message()
   .await;
 }
 
+/// Every connect after the first is refused (`attempt <n> refused`); when each was tried.
+fn only_the_first_connect_succeeds(host: &FakeHost) -> Rc<RefCell<Vec<Instant>>> {
+  let attempts: Rc<RefCell<Vec<Instant>>> = Rc::default();
+  let counted = attempts.clone();
+  host.custom_connect(Rc::new(move |host, name, config| {
+    counted.borrow_mut().push(Instant::now());
+    match counted.borrow().len() {
+      1 => core_connect(host, name, config),
+      n => {
+        let failure = error(&format!("attempt {n} refused"));
+        Box::pin(async move { Err(failure) })
+      }
+    }
+  }));
+  attempts
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a34_v18_a_lost_server_is_retried_on_the_ladder_then_keeps_its_tools() {
   local(async {
     let host = FakeHost::new();
     host.settings_mut().compat = super::host::Compat::V18;
     host.script("files", Script::new("files").tools(&["read"]));
-    let attempts: Rc<RefCell<Vec<Instant>>> = Rc::default();
-    let counted = attempts.clone();
-    host.custom_connect(Rc::new(move |host, name, config| {
-      counted.borrow_mut().push(Instant::now());
-      match counted.borrow().len() {
-        1 => core_connect(host, name, config),
-        n => {
-          let failure = error(&format!("attempt {n} refused"));
-          Box::pin(async move { Err(failure) })
-        }
-      }
-    }));
+    let attempts = only_the_first_connect_succeeds(&host);
     let manager = host.manager();
     connect(&manager, vec![stdio("files")]).await;
     let old = manager.connection("files").unwrap();
@@ -1993,18 +1999,7 @@ async fn a55_the_reconnect_policy_s_ladder_sets_the_waits_between_attempts() {
     host.settings_mut().compat = super::host::Compat::V18;
     host.settings_mut().ladder = Some(vec![ms(100), ms(300)]);
     host.script("files", Script::new("files").tools(&["read"]));
-    let attempts: Rc<RefCell<Vec<Instant>>> = Rc::default();
-    let counted = attempts.clone();
-    host.custom_connect(Rc::new(move |host, name, config| {
-      counted.borrow_mut().push(Instant::now());
-      match counted.borrow().len() {
-        1 => core_connect(host, name, config),
-        n => {
-          let failure = error(&format!("attempt {n} refused"));
-          Box::pin(async move { Err(failure) })
-        }
-      }
-    }));
+    let attempts = only_the_first_connect_succeeds(&host);
     let manager = host.manager();
     connect(&manager, vec![stdio("files")]).await;
     let lost = Instant::now();

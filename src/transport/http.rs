@@ -815,7 +815,7 @@ async fn send_notification(
     let response = shared.post_in_session(session, url, frame).await?;
     if response.status().is_success() {
       if content_type(&response).starts_with("text/event-stream") {
-        read_in_background(shared, session, response, timeout);
+        read_in_background(shared, session, response);
       }
       return Ok(());
     }
@@ -827,24 +827,16 @@ async fn send_notification(
 }
 
 /// A18: what a server sends on the event stream that answers a notification (its requests,
-/// notifications) is delivered while the notify itself has already succeeded; the read has
-/// the request timeout and ends with the transport.
-fn read_in_background(
-  shared: &Arc<Shared>,
-  session: &Arc<Session>,
-  response: Response,
-  timeout: Option<Duration>,
-) {
+/// notifications) is delivered while the notify itself has already succeeded; A50: the
+/// read has no deadline of its own and ends with the stream or the transport.
+fn read_in_background(shared: &Arc<Shared>, session: &Arc<Session>, response: Response) {
   let session = session.clone();
   let closing = shared.closing.clone();
   let limit = shared.config.max_message_bytes;
   shared.runtime.spawn(async move {
     let mut events = EventReader::new(response, limit);
     let mut never = Resumption::new(0);
-    let read = with_timeout(
-      timeout,
-      deliver_events(&session, &mut events, None, &mut never),
-    );
+    let read = deliver_events(&session, &mut events, None, &mut never);
     tokio::select! {
       _ = closing.cancelled() => {}
       _ = read => {}
