@@ -1355,10 +1355,10 @@ export declare function listResourceTemplates(connection: MCPServerConnection, o
 export declare function listTools(connection: MCPServerConnection, options?: MCPRequestOptions): Promise<MCPToolDefinition[]>
 
 /** A1: where the agent's `.mcp.json` schema lives. */
-export declare const MCP_CONFIG_SCHEMA_URL: string
+export declare const MCP_CONFIG_SCHEMA_URL: "https://raw.githubusercontent.com/can1357/oh-my-pi/main/packages/coding-agent/src/config/mcp-schema.json"
 
 /** A1: the protocol version the agent offers. */
-export declare const MCP_PROTOCOL_VERSION: string
+export declare const MCP_PROTOCOL_VERSION: "2025-11-25"
 
 /**
  * A24 `mcpFetch` (the core's `client::mcp_fetch`): the runtime's `fetch` with the

@@ -1,7 +1,9 @@
 // napi-rs cannot declare a generic class, so `index.d.ts` carries the hand-written
 // `MCPManager<TTool>` (types-header.d.ts) and this drops the generated, non-generic one.
-// It also declares string enums as plain enums (napi-rs writes `const enum`).
+// It also declares string enums as plain enums (napi-rs writes `const enum`), and the
+// agent's string constants as their literal values (A44), read from the built binding.
 import { readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
 const file = fileURLToPath(new URL("../index.d.ts", import.meta.url));
@@ -14,4 +16,12 @@ const pruned = generated
 if (/export declare class MCPManager \{/.test(pruned)) {
   throw new Error("index.d.ts: the generated MCPManager declaration was not removed");
 }
-writeFileSync(file, pruned);
+const binding = createRequire(import.meta.url)("../index.js");
+let typed = pruned;
+for (const name of ["MCP_PROTOCOL_VERSION", "MCP_CONFIG_SCHEMA_URL"]) {
+  const declared = `export declare const ${name}: string`;
+  const literal = `export declare const ${name}: ${JSON.stringify(binding[name])}`;
+  if (!typed.includes(declared) && !typed.includes(literal)) throw new Error(`index.d.ts: ${name} is not declared`);
+  typed = typed.replace(declared, literal);
+}
+writeFileSync(file, typed);

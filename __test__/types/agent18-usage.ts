@@ -2,6 +2,8 @@
 // Compiled, never run.
 import {
   MCPManager,
+  MCP_CONFIG_SCHEMA_URL,
+  MCP_PROTOCOL_VERSION,
   callMCP,
   getPrompt,
   listPrompts,
@@ -131,3 +133,8 @@ export class AgentManager extends MCPManager<BridgeTool> {
     return connection ? connection : null;
   }
 }
+
+// A44: the constants are typed as their values, as the agent declares them.
+export const protocolVersion: "2025-11-25" = MCP_PROTOCOL_VERSION;
+export const schemaUrl: "https://raw.githubusercontent.com/can1357/oh-my-pi/main/packages/coding-agent/src/config/mcp-schema.json" =
+  MCP_CONFIG_SCHEMA_URL;
