@@ -873,6 +873,7 @@ module.exports.mcpTraceIdFromHeaders = nativeBinding.mcpTraceIdFromHeaders
 module.exports.mergeMCPHeaders = nativeBinding.mergeMCPHeaders
 module.exports.normalizeMCPTransportError = nativeBinding.normalizeMCPTransportError
 module.exports.parseSSE = nativeBinding.parseSSE
+module.exports.readMcpJsonRpcResponse = nativeBinding.readMcpJsonRpcResponse
 module.exports.readResource = nativeBinding.readResource
 module.exports.redactSecrets = nativeBinding.redactSecrets
 module.exports.redactUrlForLog = nativeBinding.redactUrlForLog

@@ -49,6 +49,7 @@ export const {
   normalizeMCPTransportError,
   parseMCPToolName,
   parseSSE,
+  readMcpJsonRpcResponse,
   readResource,
   redactSecrets,
   redactUrlForLog,

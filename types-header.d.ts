@@ -330,15 +330,28 @@ export interface MCPConfigFile {
   enabledServers?: string[];
 }
 
+/** A43 (2025-11-25): an icon of an implementation or a tool. */
+export interface MCPIcon {
+  src: string;
+  mimeType?: string;
+  sizes?: string[];
+  theme?: "light" | "dark";
+}
+
 export interface MCPImplementation {
   name: string;
+  title?: string;
   version: string;
+  description?: string;
+  websiteUrl?: string;
+  icons?: MCPIcon[];
 }
 
 export interface MCPClientCapabilities {
   roots?: { listChanged?: boolean };
   sampling?: Record<string, unknown>;
   elicitation?: { form?: { applyDefaults?: boolean }; url?: Record<string, unknown> };
+  experimental?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -347,6 +360,7 @@ export interface MCPServerCapabilities {
   resources?: { subscribe?: boolean; listChanged?: boolean };
   prompts?: { listChanged?: boolean };
   logging?: Record<string, never>;
+  experimental?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -363,16 +377,35 @@ export interface MCPInitializeResult {
   instructions?: string;
 }
 
+/** A43: hints about a tool's behaviour; a client must not trust them from an untrusted server. */
+export interface MCPToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** A43: whether a tool can run as a task (2025-11-25). */
+export interface MCPToolExecution {
+  taskSupport?: "forbidden" | "optional" | "required";
+}
+
 export interface MCPToolDefinition {
   name: string;
   title?: string;
   description?: string;
+  icons?: MCPIcon[];
   inputSchema: {
     type: "object";
     properties?: Record<string, unknown>;
     required?: string[];
     [key: string]: unknown;
   };
+  outputSchema?: Record<string, unknown>;
+  execution?: MCPToolExecution;
+  annotations?: MCPToolAnnotations;
+  _meta?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -456,6 +489,7 @@ export interface MCPResource {
   description?: string;
   mimeType?: string;
   size?: number;
+  annotations?: MCPAnnotations;
   [key: string]: unknown;
 }
 
@@ -465,6 +499,7 @@ export interface MCPResourceTemplate {
   title?: string;
   description?: string;
   mimeType?: string;
+  annotations?: MCPAnnotations;
   [key: string]: unknown;
 }
 
@@ -548,11 +583,22 @@ export interface MCPGetPromptResult {
   [key: string]: unknown;
 }
 
-/** A6: what `callMCP` takes besides the request. */
+/** A6, A54: what `callMCP` takes besides the request. */
 export interface CallMcpOptions {
   /** Aborts the call (its reason is the rejection); without one it gives up after 60 s. */
   signal?: AbortSignal;
+  /** A54: sends the request instead of this package's HTTP client (the `Response` is read here). */
+  fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  /** A54: request headers over the JSON-RPC defaults (`Content-Type`, `Accept`). */
+  headers?: Record<string, string>;
+  /** A54: the error to throw for a status outside 2xx, given the response and its body text. */
+  onHttpError?: (response: Response, body: string) => Error;
+  /** A54: the error to throw when the answer cannot be read (malformed, unmatched, cut off). */
+  onParseError?: (error: unknown) => Error;
+  /** W9: failures are also given to `logger.error(message, {url, method, error})`, secrets redacted. */
   logger?: { error?: (message: string, context?: Record<string, unknown>) => void };
+  /** A52: `"v12"` reads the answer as v12 did (J1's first `data:` line, `Failed to parse MCP response`). */
+  compat?: "v12" | "v18";
 }
 
 /** A24: what `mcpFetch` takes besides the URL and the headers. */

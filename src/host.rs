@@ -49,6 +49,10 @@ pub trait Values: Clone + 'static {
   fn as_string(&self, value: &Self::Value) -> Option<String>;
   fn as_number(&self, value: &Self::Value) -> Option<f64>;
   fn as_bool(&self, value: &Self::Value) -> Option<bool>;
+  /// The bytes a `Uint8Array` holds; `None` for anything else.
+  fn bytes(&self, _value: &Self::Value) -> Option<Vec<u8>> {
+    None
+  }
   /// `JSON.stringify(value)`: `None` when it has no JSON form; `Err` with what it threw.
   fn to_json(&self, value: &Self::Value) -> Result<Option<String>, Self::Value>;
   /// Own enumerable string keys of an object, in order.

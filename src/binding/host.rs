@@ -199,6 +199,11 @@ impl<T: OnJs> Values for T {
     (js.type_of(value) == sys::ValueType::napi_boolean).then(|| js.truthy(value))
   }
 
+  fn bytes(&self, value: &Held) -> Option<Vec<u8>> {
+    let js = self.on().js;
+    js.with_bytes(value.get(js), <[u8]>::to_vec)
+  }
+
   fn to_json(&self, value: &Held) -> Result<Option<String>, Held> {
     self
       .on()

@@ -106,6 +106,7 @@ pub struct Thrown(pub Value);
 pub enum ErrorKind {
   Error,
   TypeError,
+  SyntaxError,
 }
 
 impl ErrorKind {
@@ -113,6 +114,7 @@ impl ErrorKind {
     match self {
       ErrorKind::Error => "Error",
       ErrorKind::TypeError => "TypeError",
+      ErrorKind::SyntaxError => "SyntaxError",
     }
   }
 }

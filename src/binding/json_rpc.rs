@@ -1,4 +1,4 @@
-//! J1 `parseSSE` and J2 `callMCP`: the agent's one-shot JSON-RPC helpers.
+//! J1 `parseSSE` and `callMCP` (J2, A52–A54): the agent's one-shot JSON-RPC helpers.
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use napi::Env;
@@ -6,13 +6,15 @@ use napi_derive::napi;
 
 use super::executor;
 use super::host::JsHost;
-use super::js::{Js, JsArg, JsRaw, Thrown, Value};
+use super::js::{Held, Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error;
 use super::js_error::{finish, thrown};
+use super::response_reader::{read_response, select_error};
 use crate::client::call_mcp;
-use crate::host::Values;
+use crate::host::{Callbacks, Values};
 use crate::protocol::{message, parse_sse};
 use crate::transport::one_shot;
+use crate::transport_error::TransportKind;
 
 /// J1 with V8's `JSON.parse` and JS truthiness.
 fn parse_sse_value(js: Js, text: &str) -> Value {
@@ -37,9 +39,11 @@ pub fn parse_sse(env: Env, text: JsArg) -> napi::Result<JsRaw> {
   Ok(JsRaw(parse_sse_value(js, &text)))
 }
 
-/// J2: one JSON-RPC request by POST (no session); resolves with the whole envelope
-/// `{jsonrpc, id, result?, error?}`. A6: `options.signal` aborts it; without one it gives up
-/// after 60 s (an Error named `TimeoutError`).
+/// One JSON-RPC request by POST (no session); resolves with the answer's envelope
+/// `{jsonrpc, id, result | error}`. A52–A54 (18.3.4): `options.fetch` sends it (else this
+/// package's HTTP client), `options.headers` go over the defaults, the answer is read as
+/// `readMcpJsonRpcResponse` reads it, `onHttpError` / `onParseError` make the errors; without
+/// `options.signal` it gives up after 60 s. J2 (v12) with `compat: "v12"`.
 #[napi(
   js_name = "callMCP",
   ts_generic_types = "T = unknown",
@@ -53,7 +57,6 @@ pub fn call_mcp(
   params: Option<JsArg>,
   options: Option<JsArg>,
 ) -> napi::Result<JsRaw> {
-  static NEXT_ID: AtomicU64 = AtomicU64::new(1);
   let js = Js::new(env.raw());
   let host = JsHost::new(js);
   let held = |value: Option<JsArg>| value.map(|v| host.hold(v.0));
@@ -69,29 +72,272 @@ pub fn call_mcp(
     Ok(args) => args,
     Err(error) => return finish(js, js.rejected(error.get(js))),
   };
+  if args.v12 {
+    return finish(js, executor::promise(js, call_v12(host, args)));
+  }
+  // A52: the agent's `AbortSignal.timeout(60_000)` when the caller gives no signal.
+  let signal = match args.signal.clone() {
+    Some(signal) => signal,
+    None => {
+      let timeout = js
+        .get(js.global(), "AbortSignal")
+        .and_then(|class| {
+          let function = js.get(class, "timeout")?;
+          js.call(
+            function,
+            class,
+            &[js.number(call_mcp::DEADLINE.as_millis() as f64)],
+          )
+        })
+        .map_err(|error| thrown(js, error))?;
+      host.hold(timeout)
+    }
+  };
+  finish(js, executor::promise(js, call(host, args, signal)))
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// J2 (v12): the first truthy `data:` line or the whole text; every failure logged.
+async fn call_v12(host: JsHost, args: call_mcp::CallMcpArgs<Held>) -> Result<Held, Held> {
+  let js = host.js;
   let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
   let frame = message::request_frame(id, &args.method, args.params.as_deref());
   let answering = executor::on_runtime(js, one_shot::post(args.url.clone(), frame));
-  let calling = async move {
-    let answered = async {
-      match answering.await {
-        None => Err(host.error("The async runtime could not start")),
-        Some(Err(error)) => Err(host.hold(js_error::to_js(
-          js,
-          crate::transport_error::TransportKind::Http,
-          &error,
-        ))),
-        Some(Ok(answer)) => call_mcp::envelope(&host, &answer),
-      }
-    };
-    let outcome = call_mcp::bounded(&host, args.signal.as_ref(), answered).await;
-    if let (Err(error), Some(logger)) = (&outcome, &args.logger) {
-      let message = host.message(error);
-      call_mcp::log_failure(&host, logger, &message, &args.url_text, &args.method);
+  let answered = async {
+    match answering.await {
+      None => Err(js_error::runtime_failure(js)),
+      Some(Err(error)) => Err(host.hold(js_error::to_js(js, TransportKind::Http, &error))),
+      Some(Ok(answer)) => call_mcp::envelope(&host, &answer),
     }
-    outcome
   };
-  finish(js, executor::promise(js, calling))
+  let outcome = call_mcp::bounded(&host, args.signal.as_ref(), answered).await;
+  if let (Err(error), Some(logger)) = (&outcome, &args.logger) {
+    let message = host.message(error);
+    call_mcp::log_failure(
+      &host,
+      logger,
+      &message,
+      &args.url_text,
+      &args.method,
+      &message,
+    );
+  }
+  outcome
+}
+
+/// How an A52 call failed.
+enum Failure {
+  /// Thrown as it is: a network failure, the signal's reason, what `onHttpError` made.
+  Thrown(Held),
+  /// A status outside 2xx with no `onHttpError`: logged, then thrown.
+  Refused(Held),
+  /// The answer could not be read: logged, then `onParseError(error) ?? error` is thrown.
+  Unreadable(Held),
+}
+
+/// A52–A54 (18.3.4).
+async fn call(host: JsHost, args: call_mcp::CallMcpArgs<Held>, signal: Held) -> Result<Held, Held> {
+  let id = NEXT_ID.fetch_add(1, Ordering::Relaxed).to_string();
+  let body = call_mcp::request_body(&id, &args.method, args.params.as_deref());
+  let exchange = async {
+    match &args.fetch {
+      Some(fetch) => via_fetch(host, &args, fetch, body, &id, &signal).await,
+      None => via_client(host, &args, body, &id).await,
+    }
+  };
+  let outcome = call_mcp::bounded(&host, Some(&signal), async { Ok(exchange.await) }).await;
+  let failure = match outcome {
+    Err(reason) => return Err(reason),
+    Ok(Ok(answer)) => return Ok(answer),
+    Ok(Err(failure)) => failure,
+  };
+  let log = |message: &str, error: &Held| {
+    if let Some(logger) = &args.logger {
+      let error = host.message(error);
+      call_mcp::log_failure(&host, logger, message, &args.url_text, &args.method, &error);
+    }
+  };
+  match failure {
+    Failure::Thrown(error) => Err(error),
+    Failure::Refused(error) => {
+      log(&host.message(&error), &error);
+      Err(error)
+    }
+    Failure::Unreadable(error) => {
+      log(call_mcp::PARSE_FAILURE, &error);
+      let Some(on_parse_error) = &args.on_parse_error else {
+        return Err(error);
+      };
+      match host.call_now(
+        on_parse_error,
+        "call",
+        vec![host.undefined(), error.clone()],
+      ) {
+        Ok(made) if !host.is_nullish(&made) => Err(made),
+        Ok(_) => Err(error),
+        Err(thrown) => Err(thrown),
+      }
+    }
+  }
+}
+
+/// A54: the status error: `onHttpError(response, body)`'s value, else `MCP request failed: …`.
+fn refused(
+  host: JsHost,
+  args: &call_mcp::CallMcpArgs<Held>,
+  response: Held,
+  body: &str,
+) -> Failure {
+  let (status, status_text) = (
+    host
+      .field(&response, "status")
+      .ok()
+      .and_then(|s| host.as_number(&s))
+      .unwrap_or(0.0),
+    host
+      .field(&response, "statusText")
+      .ok()
+      .and_then(|s| host.as_string(&s))
+      .unwrap_or_default(),
+  );
+  match &args.on_http_error {
+    Some(on_http_error) => {
+      let made = host.call_now(
+        on_http_error,
+        "call",
+        vec![host.undefined(), response, host.string(body)],
+      );
+      Failure::Thrown(made.unwrap_or_else(|thrown| thrown))
+    }
+    None => Failure::Refused(host.error(&call_mcp::refused_message(status as u16, &status_text))),
+  }
+}
+
+/// A54: the caller's `fetch(url, {method, headers, body, signal})`, its `Response` read here.
+async fn via_fetch(
+  host: JsHost,
+  args: &call_mcp::CallMcpArgs<Held>,
+  fetch: &Held,
+  body: String,
+  id: &str,
+  signal: &Held,
+) -> Result<Held, Failure> {
+  let mut headers = vec![
+    ("Content-Type".to_string(), host.string("application/json")),
+    (
+      "Accept".to_string(),
+      host.string("application/json, text/event-stream"),
+    ),
+  ];
+  headers.extend(
+    args
+      .headers
+      .iter()
+      .map(|(name, value)| (name.clone(), host.string(value))),
+  );
+  let headers: Vec<(&str, Held)> = headers
+    .iter()
+    .map(|(n, v)| (n.as_str(), v.clone()))
+    .collect();
+  let init = host
+    .object(vec![
+      ("method", host.string("POST")),
+      ("headers", host.object(headers).map_err(Failure::Thrown)?),
+      ("body", host.string(&body)),
+      ("signal", signal.clone()),
+    ])
+    .map_err(Failure::Thrown)?;
+  let response = Callbacks::call(&host, fetch, vec![host.string(&args.url_text), init])
+    .await
+    .map_err(Failure::Thrown)?;
+  let ok = host.field(&response, "ok").map_err(Failure::Thrown)?;
+  if !host.truthy(&ok) {
+    let text = Callbacks::call_method(&host, &response, "text", Vec::new())
+      .await
+      .map_err(Failure::Thrown)?;
+    return Err(refused(
+      host,
+      args,
+      response,
+      &host.as_string(&text).unwrap_or_default(),
+    ));
+  }
+  let expected = serde_json::Value::from(id);
+  read_response(host, response, expected, Some(signal.clone()))
+    .await
+    .map_err(Failure::Unreadable)
+}
+
+/// This package's HTTP client: the body read on the runtime until the answer is in it.
+async fn via_client(
+  host: JsHost,
+  args: &call_mcp::CallMcpArgs<Held>,
+  body: String,
+  id: &str,
+) -> Result<Held, Failure> {
+  let js = host.js;
+  let exchange = one_shot::exchange(
+    args.url.clone(),
+    body,
+    args.headers.clone(),
+    serde_json::Value::from(id),
+  );
+  match executor::on_runtime(js, exchange).await {
+    None => Err(Failure::Thrown(js_error::runtime_failure(js))),
+    Some(Err(error)) => Err(Failure::Thrown(host.hold(js_error::to_js(
+      js,
+      TransportKind::Http,
+      &error,
+    )))),
+    Some(Ok(one_shot::Exchange::Answered(Ok(answer)))) => {
+      host.json(&answer).map_err(Failure::Unreadable)
+    }
+    Some(Ok(one_shot::Exchange::Answered(Err(error)))) => {
+      Err(Failure::Unreadable(host.hold(select_error(js, error))))
+    }
+    Some(Ok(one_shot::Exchange::Refused {
+      status,
+      status_text,
+      headers,
+      body,
+    })) => {
+      let response = match response_value(js, status, &status_text, &headers, &body) {
+        Ok(response) => host.hold(response),
+        Err(Thrown(error)) => return Err(Failure::Thrown(host.hold(error))),
+      };
+      Err(refused(host, args, response, &body))
+    }
+  }
+}
+
+/// A54: the refused answer as a `Response` for `onHttpError` (its body already read, as the
+/// agent's is when it calls it).
+fn response_value(
+  js: Js,
+  status: u16,
+  status_text: &str,
+  headers: &[(String, String)],
+  body: &str,
+) -> Result<Value, Thrown> {
+  let init = js.object()?;
+  js.set(init, "status", js.number(f64::from(status)));
+  js.set(init, "statusText", js.string(status_text));
+  let header_list = js.array(headers.len())?;
+  for (index, (name, value)) in headers.iter().enumerate() {
+    let pair = js.array(2)?;
+    js.set_element(pair, 0, js.string(name))?;
+    js.set_element(pair, 1, js.string(value))?;
+    js.set_element(header_list, index as u32, pair)?;
+  }
+  js.set(init, "headers", header_list);
+  // A status that may not carry a body gets none.
+  let body = if matches!(status, 101 | 204 | 205 | 304) {
+    js.null()
+  } else {
+    js.string(body)
+  };
+  js.construct(js.get(js.global(), "Response")?, &[body, init])
 }
 
 /// A4: `url` for a log line: the values of query parameters whose name matches

@@ -24,6 +24,7 @@ mod mcp_client;
 pub(crate) mod pump;
 mod request_hooks;
 mod resources;
+mod response_reader;
 mod server_request;
 mod spawn_command;
 mod stdio;

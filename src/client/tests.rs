@@ -895,6 +895,7 @@ fn j2_arguments_are_checked_in_order_and_failures_logged_without_secrets() {
     "HTTP 500 at http://127.0.0.1/?token=abc",
     url,
     "tools/list",
+    "HTTP 500 at http://127.0.0.1/?token=abc",
   );
   let logged = logged.borrow();
   assert_eq!(logged.len(), 1);

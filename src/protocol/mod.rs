@@ -9,6 +9,7 @@ pub mod message;
 pub mod parse_sse;
 pub mod plain_notification;
 pub mod redirects;
+pub mod response_select;
 pub mod resumption;
 pub mod session_id;
 pub mod sse;
