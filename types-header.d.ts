@@ -886,6 +886,8 @@ export interface MCPDiscoverOptions {
   filterBrowser?: boolean;
   enableProjectConfig?: boolean;
   filterExa?: boolean;
+  /** A58: this discovery's startup window (else the constructor's); in v18, 0 waits for every server. */
+  startupTimeoutMs?: number;
   [key: string]: unknown;
 }
 
@@ -997,6 +999,8 @@ export declare class MCPManager<TTool = MCPTool> {
     configs: Record<string, MCPServerConfig>,
     sources?: Record<string, SourceMeta> | Map<string, SourceMeta>,
     onStatus?: ((event: McpConnectionStatusEvent) => void) | ((serverNames: string[]) => void),
+    /** A58: this call's startup window (else the constructor's); in v18, 0 waits for every server. */
+    startupTimeoutMs?: number,
   ): Promise<MCPLoadResult<TTool>>;
   /** A32: the config of a known server: its connection's, else the one it was given. */
   getServerConfig(name: string): MCPServerConfig | undefined;
@@ -1072,6 +1076,19 @@ export declare class MCPManager<TTool = MCPTool> {
   ): Promise<MCPGetPromptResult | undefined>;
   /** A36: each connected server's instructions, for the system prompt. */
   getServerInstructions(): Map<string, string>;
+  /**
+   * A62: applies a change of the browser filter: `true` disconnects the browser automation
+   * servers (by name, hosted URL or npm package, as the agent recognises them), `false`
+   * connects those the configs hold. Configs are loaded as the last `discoverAndConnect`
+   * loaded them; reconciles run one at a time.
+   */
+  reconcileBrowserFilter(enabled: boolean): Promise<void>;
+  /**
+   * A62: applies a change of `enableProjectConfig`: `false` disconnects the project-level
+   * servers and connects any user-level server they shadowed, `true` connects them. After
+   * the discovery in flight; nothing before the first one.
+   */
+  reconcileProjectConfig(enabled: boolean): Promise<void>;
 }
 
 /** `new MCPManager(cwd, options.toolCache, options)` + `discoverAndConnect(options)` (M9). */

@@ -251,3 +251,77 @@ describe("A55 the agent's constructor form", () => {
     expect(events.map((e) => e.type)).toEqual(["reconnecting", "connected"]);
   });
 });
+
+describe("A58 a call's startup window", () => {
+  it("A58: connectServers' fourth argument and discovery's startupTimeoutMs override the constructor's; 0 waits for every server", async () => {
+    const manager = make({ startupTimeoutMs: 10_000 });
+    let started = Date.now();
+    const quick = await manager.connectServers({ slow: fx("--init-delay=1500") }, {}, undefined, 50);
+    expect(Date.now() - started).toBeLessThan(1200);
+    expect(quick.connectedServers).toEqual([]);
+    const waiting = make({ startupTimeoutMs: 50 });
+    started = Date.now();
+    const all = await waiting.connectServers({ slow: fx("--init-delay=600") }, {}, undefined, 0);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(550);
+    expect(all.connectedServers).toEqual(["slow"]);
+    const discovering = make({ startupTimeoutMs: 10_000, loadConfigs: async () => ({ configs: { d: fx("--init-delay=1500") }, sources: {} }) });
+    started = Date.now();
+    const found = await discovering.discoverAndConnect({ startupTimeoutMs: 50 });
+    expect(Date.now() - started).toBeLessThan(1200);
+    expect(found.connectedServers).toEqual([]);
+  });
+});
+
+describe("A62 reconciles", () => {
+  const project = { provider: "omp", providerName: "OMP", path: "/p/.omp/mcp.json", level: "project" } as const;
+  const user = { provider: "omp", providerName: "OMP", path: "/home/.omp/mcp.json", level: "user" } as const;
+  // The agent's loader: a project server `shared` shadows the user's; `playwright` is a browser server.
+  const loader = (asked: any[]) => async (_cwd: string, options: any) => {
+    asked.push({ enableProjectConfig: options.enableProjectConfig, filterBrowser: options.filterBrowser });
+    const projectOn = options.enableProjectConfig !== false;
+    const configs: Record<string, MCPStdioServerConfig> = { shared: fx(), plain: fx() };
+    const sources: Record<string, any> = { shared: projectOn ? project : user, plain: user };
+    if (projectOn) (configs.local = fx()), (sources.local = project);
+    if (!options.filterBrowser) (configs.playwright = fx()), (sources.playwright = user);
+    return { configs, sources };
+  };
+
+  it("A62: reconcileProjectConfig(false) drops project servers and brings back the user's; (true) connects them again", async () => {
+    const asked: any[] = [];
+    const manager = make({ startupTimeoutMs: 10_000, loadConfigs: loader(asked) });
+    // Before any discovery there is nothing to reconcile.
+    await manager.reconcileProjectConfig(false);
+    expect(asked).toEqual([]);
+    const discovering = manager.discoverAndConnect({ filterBrowser: true });
+    // Waits for the discovery in flight.
+    const reconciling = manager.reconcileProjectConfig(false);
+    await discovering;
+    expect(manager.getAllServerNames().sort()).toEqual(["local", "plain", "shared"]);
+    await reconciling;
+    expect(asked.at(-1)).toEqual({ enableProjectConfig: false, filterBrowser: true });
+    expect(manager.getAllServerNames().sort()).toEqual(["plain", "shared"]);
+    expect(manager.getSource("shared")?.level).toBe("user");
+    expect(manager.getConnectionStatus("shared")).toBe("connected");
+    // The same setting again changes nothing.
+    const loads = asked.length;
+    await manager.reconcileProjectConfig(false);
+    expect(asked).toHaveLength(loads);
+    await manager.reconcileProjectConfig(true);
+    expect(manager.getAllServerNames().sort()).toEqual(["local", "plain", "shared"]);
+    expect(manager.getSource("shared")?.level).toBe("project");
+  });
+
+  it("A62: reconcileBrowserFilter(true) disconnects browser servers, held or configured; (false) connects them", async () => {
+    const asked: any[] = [];
+    const manager = make({ startupTimeoutMs: 10_000, loadConfigs: loader(asked) });
+    await manager.discoverAndConnect({ filterBrowser: false });
+    await manager.connectServers({ web: { command: process.execPath, args: [server, "@playwright/mcp"] } }, {});
+    expect(manager.getAllServerNames().sort()).toEqual(["local", "plain", "playwright", "shared", "web"]);
+    await manager.reconcileBrowserFilter(true);
+    expect(asked.at(-1)).toEqual({ enableProjectConfig: undefined, filterBrowser: false });
+    expect(manager.getAllServerNames().sort()).toEqual(["local", "plain", "shared"]);
+    await manager.reconcileBrowserFilter(false);
+    expect(manager.getAllServerNames().sort()).toEqual(["local", "plain", "playwright", "shared"]);
+    expect(manager.getConnectionStatus("playwright")).toBe("connected");
+  });
+});

@@ -1207,7 +1207,7 @@ impl ManagerHost for FakeHost {
     }
   }
 
-  fn connect_servers(&self, configs: V, sources: V, _on_connecting: V) -> Pending<V> {
+  fn connect_servers(&self, configs: V, sources: V, _on_connecting: V, window: V) -> Pending<V> {
     let host = self.clone();
     Box::pin(async move {
       let entries = configs
@@ -1224,8 +1224,9 @@ impl ManagerHost for FakeHost {
         })
         .collect();
       let manager = host.this()?;
+      let window = crate::manager::startup_window(&host, &window);
       let report = manager
-        .connect_servers(entries, {
+        .connect_servers_within(entries, window, {
           let host = host.clone();
           Rc::new(move |status| {
             if let crate::manager::Status::Connecting(names) = status {

@@ -7,27 +7,35 @@ use super::config_file::{read_project_configs, ProjectConfigs};
 use super::host::{Compat, Loader, ManagerHost, Settings};
 use crate::host::HostFn;
 
-pub async fn discover_and_connect<H: ManagerHost>(
-  host: H,
-  cwd: String,
-  options: H::Value,
+/// `{configs, sources, exaApiKeys?}` for `options`: from the loader (W4: the call's own wins
+/// over the constructor's), else from `<cwd>/.mcp.json`.
+pub async fn load<H: ManagerHost>(
+  host: &H,
+  cwd: &str,
+  options: &H::Value,
 ) -> Result<H::Value, H::Value> {
-  // W4: the call's own loader wins over the constructor's.
-  let own = host.field(&options, "loadConfigs")?;
+  let own = host.field(options, "loadConfigs")?;
   let loader = if host.is_function(&own) {
     Loader::Given
   } else {
     Loader::Constructor
   };
+  match host.load_configs(loader, cwd, options) {
+    Some(loading) => loading.await,
+    None => read_project_configs(Path::new(cwd))
+      .map_err(|e| host.error(&e.to_string()))
+      .and_then(|project| project_configs(host, &project)),
+  }
+}
+
+pub async fn discover_and_connect<H: ManagerHost>(
+  host: H,
+  cwd: String,
+  options: H::Value,
+) -> Result<H::Value, H::Value> {
   let v18 = Settings::read(&host, host.options().as_ref()).compat == Compat::V18;
   let on_status = host.field(&options, "onStatus")?;
-  let loaded = match host.load_configs(loader, &cwd, &options) {
-    Some(loading) => loading.await,
-    None => read_project_configs(Path::new(&cwd))
-      .map_err(|e| host.error(&e.to_string()))
-      .and_then(|project| project_configs(&host, &project)),
-  };
-  let loaded = match loaded {
+  let loaded = match load(&host, &cwd, &options).await {
     Ok(loaded) => loaded,
     Err(error) => {
       // A31: the config files themselves failed: one `failed` event, then the rejection.
@@ -72,7 +80,10 @@ pub async fn discover_and_connect<H: ManagerHost>(
     // A31: `onConnecting` keeps M1's meaning beside v18's `onStatus`.
     status_and_connecting(&host, on_status, on_connecting)?
   };
-  let result = host.connect_servers(configs, sources, third).await?;
+  let window = host.field(&options, "startupTimeoutMs")?;
+  let result = host
+    .connect_servers(configs, sources, third, window)
+    .await?;
   if host.is_object(&result) {
     host.set_field(&result, "exaApiKeys", exa_keys)?;
   }

@@ -193,6 +193,17 @@ impl<H: ManagerHost> Manager<H> {
     entries: Vec<Entry<H::Value>>,
     status: StatusHook,
   ) -> Result<Report<H::Value>, H::Value> {
+    self.connect_servers_within(entries, None, status).await
+  }
+
+  /// `connectServers` with A58's startup window of this call (else the constructor's); in
+  /// v18 a window of 0 waits for every server to settle.
+  pub async fn connect_servers_within(
+    self: &Rc<Self>,
+    entries: Vec<Entry<H::Value>>,
+    window: Option<Duration>,
+    status: StatusHook,
+  ) -> Result<Report<H::Value>, H::Value> {
     let v18 = self.settings().compat == Compat::V18;
     // A59: what the caller hears, every status listener hears too.
     let caller = status.clone();
@@ -286,11 +297,11 @@ impl<H: ManagerHost> Manager<H> {
     }
     drop(sender);
 
-    let startup = self
-      .settings()
-      .startup_timeout
+    let startup = window
+      .or(self.settings().startup_timeout)
       .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
-    let mut gate = (!remaining.is_empty()).then(|| self.host.sleep(startup));
+    let wait_for_all = v18 && startup.is_zero();
+    let mut gate = (!remaining.is_empty() && !wait_for_all).then(|| self.host.sleep(startup));
     let mut lookups: FuturesUnordered<LocalBoxFuture<'static, (String, Option<H::Value>)>> =
       FuturesUnordered::new();
     // M4 (v12): servers still connecting with nothing cached are waited for.

@@ -114,6 +114,14 @@ impl Settings {
   }
 }
 
+/// A58: a `startupTimeoutMs` given to one call: a finite number of ms ≥ 0, else nothing.
+pub fn startup_window<H: crate::host::Values>(host: &H, value: &H::Value) -> Option<Duration> {
+  host
+    .as_number(value)
+    .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+}
+
 /// What the manager does when a watched transport delivers a notification (its method and
 /// params).
 pub type NotificationHook<V> = Rc<dyn Fn(&str, V)>;
@@ -157,12 +165,13 @@ pub trait ManagerHost: Transports + Clock + crate::host::Callbacks {
   fn reconnect_server(&self, name: &str, options: Option<&Self::Value>) -> Pending<Self::Value>;
   /// W1 `this.waitForConnection(name)`.
   fn wait_for_connection(&self, name: &str) -> Pending<Self::Value>;
-  /// W1 `this.connectServers(configs, sources, onConnecting)`.
+  /// W1 `this.connectServers(configs, sources, onConnecting, startupTimeoutMs)`.
   fn connect_servers(
     &self,
     configs: Self::Value,
     sources: Self::Value,
     on_connecting: Self::Value,
+    startup_timeout: Self::Value,
   ) -> Pending<Self::Value>;
 
   /// M1 `options.connect(name, config)`, when the caller gave one.

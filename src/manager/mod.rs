@@ -12,6 +12,7 @@
 
 pub mod backoff;
 pub mod breaker;
+pub mod browser_servers;
 mod catalog;
 mod changes;
 mod client_api;
@@ -26,6 +27,7 @@ pub mod naming;
 mod notifications;
 pub mod ordering;
 mod prepare;
+mod reconcile;
 mod reconnect;
 mod reconnect_server;
 mod startup;
@@ -45,6 +47,7 @@ use std::rc::Rc;
 
 pub use discover::discover_and_connect;
 pub use gate::{entries, status_hook, Entry, Report, Status, StatusHook};
+pub use host::startup_window;
 use host::{Level, ManagerHost};
 pub use lifecycle::Wait;
 pub use prepare::{
@@ -59,6 +62,8 @@ pub struct Manager<H: ManagerHost> {
   host: H,
   cwd: String,
   servers: RefCell<Servers<H>>,
+  /// A62: the last discovery, for reconciles.
+  discovery: reconcile::Discovery<H::Value>,
 }
 
 impl<H: ManagerHost> Manager<H> {
@@ -67,6 +72,7 @@ impl<H: ManagerHost> Manager<H> {
       host,
       cwd,
       servers: RefCell::new(Servers::default()),
+      discovery: reconcile::Discovery::default(),
     })
   }
 

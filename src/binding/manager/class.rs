@@ -18,8 +18,8 @@ use crate::host::Values;
 use crate::manager::host::Compat;
 
 use crate::manager::{
-  discover_and_connect, entries, inject_credential, names_a_credential, prepare_config,
-  reconnect_options, status_hook, Manager, PrepareOptions, Wait,
+  entries, inject_credential, names_a_credential, prepare_config, reconnect_options,
+  startup_window, status_hook, Manager, PrepareOptions, Wait,
 };
 
 thread_local! {
@@ -261,6 +261,7 @@ impl JsMcpManager {
     configs: JsArg,
     sources: Option<JsArg>,
     on_connecting: Option<JsArg>,
+    startup_timeout: Option<JsArg>,
   ) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     let manager = self.bound(&this);
@@ -272,9 +273,12 @@ impl JsMcpManager {
     };
     let v18 = manager.settings_compat() == Compat::V18;
     let status = status_hook(&h, on_connecting.map(|c| h.hold(c.0)), v18);
+    let window = startup_timeout.and_then(|t| startup_window(&h, &h.hold(t.0)));
     let host = manager.host().clone();
     let connecting = async move {
-      let report = manager.connect_servers(entries, status).await?;
+      let report = manager
+        .connect_servers_within(entries, window, status)
+        .await?;
       report.value(host.base())
     };
     finish(js, promise(js, connecting))
@@ -296,9 +300,7 @@ impl JsMcpManager {
       Ok(options) => Held::new(js, options),
       Err(Thrown(error)) => return finish(js, js.rejected(error)),
     };
-    let host = manager.host().clone();
-    let discovering = discover_and_connect(host, manager.cwd().to_string(), options);
-    finish(js, promise(js, discovering))
+    finish(js, promise(js, manager.discover(options)))
   }
 
   #[napi(js_name = "getTools", skip_typescript)]
@@ -405,6 +407,38 @@ impl JsMcpManager {
     };
     let manager = self.manager.clone();
     settles_to_undefined(js, async move { manager.disconnect_server(&name).await })
+  }
+
+  /// A62: connects the browser servers (`false`) or disconnects them (`true`).
+  #[napi(js_name = "reconcileBrowserFilter", skip_typescript)]
+  pub fn reconcile_browser_filter(
+    &self,
+    env: Env,
+    this: This<JsArg>,
+    enabled: JsArg,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.bound(&this);
+    let enabled = js.truthy(enabled.0);
+    settles_to_undefined(js, async move {
+      manager.reconcile_browser_filter(enabled).await
+    })
+  }
+
+  /// A62: connects the project-level servers (`true`) or disconnects them (`false`).
+  #[napi(js_name = "reconcileProjectConfig", skip_typescript)]
+  pub fn reconcile_project_config(
+    &self,
+    env: Env,
+    this: This<JsArg>,
+    enabled: JsArg,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.bound(&this);
+    let enabled = js.truthy(enabled.0);
+    settles_to_undefined(js, async move {
+      manager.reconcile_project_config(enabled).await
+    })
   }
 
   /// M7: closes everything, never rejects.

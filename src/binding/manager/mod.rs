@@ -210,9 +210,20 @@ impl ManagerHost for JsManagerHost {
     self.call_this("waitForConnection", &[self.js().string(name)])
   }
 
-  fn connect_servers(&self, configs: Held, sources: Held, on_connecting: Held) -> Pending<Held> {
+  fn connect_servers(
+    &self,
+    configs: Held,
+    sources: Held,
+    on_connecting: Held,
+    startup_timeout: Held,
+  ) -> Pending<Held> {
     let js = self.js();
-    let args = [configs.get(js), sources.get(js), on_connecting.get(js)];
+    let args = [
+      configs.get(js),
+      sources.get(js),
+      on_connecting.get(js),
+      startup_timeout.get(js),
+    ];
     self.call_this("connectServers", &args)
   }
 
