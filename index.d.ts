@@ -467,12 +467,20 @@ export interface MCPResourceLinkContent {
   _meta?: Record<string, unknown>;
 }
 
-export type MCPContent =
+/** Every content block of 2025-11-25: text, image, audio, embedded resource, resource link. */
+export type MCPContentBlock =
   | MCPTextContent
   | MCPImageContent
   | MCPAudioContent
   | MCPResourceContent
   | MCPResourceLinkContent;
+
+/**
+ * A43: a tool result's content as the agent types it (text, image, embedded resource), so
+ * that its narrowings hold. Servers may also send `audio` and `resource_link` blocks: they
+ * arrive as sent; read `content` as `MCPContentBlock[]` to handle them.
+ */
+export type MCPContent = MCPTextContent | MCPImageContent | MCPResourceContent;
 
 export interface MCPToolCallResult {
   content: MCPContent[];
@@ -579,7 +587,7 @@ export interface MCPGetPromptParams {
 
 export interface MCPGetPromptResult {
   description?: string;
-  messages: Array<{ role: "user" | "assistant"; content: MCPContent | MCPPromptContent | MCPPromptContent[] }>;
+  messages: Array<{ role: "user" | "assistant"; content: MCPContentBlock | MCPPromptContent | MCPPromptContent[] }>;
   [key: string]: unknown;
 }
 

@@ -1,50 +1,61 @@
 #!/usr/bin/env node
 // SPEC-AGENT183 A66: the agent as published (@oh-my-pi/pi-coding-agent 18.3.4) type-checks with
 // its MCP modules swapped for this package (__test__/agent183/ over its src/mcp/) with no error
-// beyond those of the pristine agent. The agent's sibling packages are not on npm at this
-// version, so both trees miss them; what counts is the difference. Without the registry the
-// check is skipped (said so, exit 0); with it, a new error fails.
+// beyond those of the pristine agent. Its sibling packages (@oh-my-pi/*) were not published at
+// 18.3.4; the newest ones before it stand in (`overrides`), so both trees have a few errors of
+// that skew, and what counts is the difference. Without the registry the check is skipped
+// (said so, exit 0); with it, a new error fails.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const cache = join(root, "node_modules", ".cache", "agent183");
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
-const packages = ["@oh-my-pi/pi-coding-agent@18.3.4", "bun-types@1.3.14", "@types/bun@1.3.14"];
+const manifest = {
+  name: "agent183-typecheck",
+  private: true,
+  dependencies: { "@oh-my-pi/pi-coding-agent": "18.3.4", "@types/bun": "1.3.14" },
+  overrides: {
+    "@oh-my-pi/omp-stats": "18.2.11",
+    "@oh-my-pi/omptype": "18.2.11",
+    "@oh-my-pi/pi-agent-core": "18.2.11",
+    "@oh-my-pi/pi-ai": "18.2.11",
+    "@oh-my-pi/pi-catalog": "18.2.11",
+    "@oh-my-pi/pi-mnemopi": "18.2.11",
+    "@oh-my-pi/pi-natives": "18.2.10",
+    "@oh-my-pi/pi-tui": "18.2.9",
+    "@oh-my-pi/pi-utils": "18.2.9",
+    "@oh-my-pi/pi-wire": "18.2.11",
+    "@oh-my-pi/snapcompact": "18.2.11",
+  },
+};
 
-function fetchPackages() {
-  mkdirSync(join(cache, "tgz"), { recursive: true });
-  if (readdirSync(join(cache, "tgz")).length === packages.length) return true;
+function install() {
+  const agent = join(cache, "node_modules", "@oh-my-pi", "pi-coding-agent", "package.json");
+  if (existsSync(agent)) return true;
+  mkdirSync(cache, { recursive: true });
+  writeFileSync(join(cache, "package.json"), JSON.stringify(manifest, null, 2));
   try {
-    execFileSync("npm", ["pack", "--silent", "--pack-destination", join(cache, "tgz"), ...packages], {
+    execFileSync("npm", ["install", "--ignore-scripts", "--omit=optional", "--no-audit", "--no-fund", "--loglevel=error"], {
+      cwd: cache,
       stdio: ["ignore", "ignore", "pipe"],
     });
     return true;
   } catch (error) {
-    console.log(`agent 18.3.4 type-check skipped: npm pack failed (${String(error.stderr ?? error.message).trim().split("\n")[0]})`);
+    const why = String(error.stderr ?? error.message).trim().split("\n")[0];
+    console.log(`agent 18.3.4 type-check skipped: npm install failed (${why})`);
     return false;
   }
 }
 
-function unpack(tgz, into) {
-  mkdirSync(into, { recursive: true });
-  execFileSync("tar", ["xzf", join(cache, "tgz", tgz), "-C", into, "--strip-components=1"]);
-}
-
 function setUp() {
-  const tgz = readdirSync(join(cache, "tgz"));
-  const find = (prefix) => tgz.find((name) => name.startsWith(prefix));
-  rmSync(join(cache, "work"), { recursive: true, force: true });
   const work = join(cache, "work");
-  unpack(find("oh-my-pi-pi-coding-agent-"), join(work, "agent"));
-  unpack(find("bun-types-"), join(work, "node_modules", "bun-types"));
-  unpack(find("types-bun-"), join(work, "node_modules", "@types", "bun"));
-  symlinkSync(join(root, "node_modules", "@types", "node"), join(work, "node_modules", "@types", "node"));
-  symlinkSync(join(root, "node_modules", "undici-types"), join(work, "node_modules", "undici-types"));
-  cpSync(join(work, "agent", "src"), join(work, "pristine"), { recursive: true });
-  cpSync(join(work, "agent", "src"), join(work, "swapped"), { recursive: true });
+  rmSync(work, { recursive: true, force: true });
+  const src = join(cache, "node_modules", "@oh-my-pi", "pi-coding-agent", "src");
+  cpSync(src, join(work, "pristine"), { recursive: true });
+  cpSync(src, join(work, "swapped"), { recursive: true });
   cpSync(join(root, "__test__", "agent183"), join(work, "swapped", "mcp"), { recursive: true });
   for (const tree of ["pristine", "swapped"]) {
     const config = {
@@ -94,7 +105,7 @@ function diagnostics(work, tree) {
 }
 
 if (!existsSync(tsc)) throw new Error("typescript is not installed: run npm ci");
-if (fetchPackages()) {
+if (install()) {
   const work = setUp();
   const pristine = diagnostics(work, "pristine");
   const swapped = diagnostics(work, "swapped");
