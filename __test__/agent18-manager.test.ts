@@ -3,6 +3,8 @@
 // stalled server, the config kept for a server, sorted `mcp__` tool names, the one
 // process-wide instance slot.
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -323,5 +325,57 @@ describe("A62 reconciles", () => {
     await manager.reconcileBrowserFilter(false);
     expect(manager.getAllServerNames().sort()).toEqual(["local", "plain", "playwright", "shared"]);
     expect(manager.getConnectionStatus("playwright")).toBe("connected");
+  });
+});
+
+describe("A56 idle reconnect", () => {
+  it("A56: a lost HTTP server is tried again on its own after retryBaseMs, doubling to retryMaxMs, until it answers", async () => {
+    let down = false;
+    const attempts: number[] = [];
+    const http = createServer((req, res) => {
+      let text = "";
+      req.on("data", (c) => (text += c));
+      req.on("end", () => {
+        if (req.method !== "POST") return void (res.writeHead(405), res.end());
+        const message = JSON.parse(text);
+        if (message.method === "initialize") attempts.push(Date.now());
+        if (down) return void (res.writeHead(503), res.end("restarting"));
+        if (message.id === undefined) return void (res.writeHead(202), res.end());
+        const result =
+          message.method === "initialize"
+            ? { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "idle", version: "1" } }
+            : message.method === "tools/list"
+              ? { tools: [{ name: "t", inputSchema: { type: "object" } }] }
+              : {};
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+      });
+    });
+    await new Promise<void>((r) => http.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+    try {
+      const manager = make({ reconnectPolicy: { ladderMs: [20], retryBaseMs: 300, retryMaxMs: 450 } });
+      await manager.connectServers({ remote: { type: "http", url } }, {}, undefined, 0);
+      const events: McpConnectionStatusEvent[] = [];
+      manager.addConnectionStatusListener((event) => events.push(event));
+      down = true;
+      attempts.length = 0;
+      expect(await manager.reconnectServer("remote")).toBeNull();
+      expect(attempts).toHaveLength(2);
+      // The schedule: 300 ms, then 450 ms (the ceiling) after each failed attempt.
+      expect(await waitFor(() => attempts.length === 3, 2000)).toBe(true);
+      expect(attempts[2] - attempts[1]).toBeGreaterThanOrEqual(280);
+      down = false;
+      expect(await waitFor(() => manager.getConnectionStatus("remote") === "connected", 3000)).toBe(true);
+      expect(attempts[3] - attempts[2]).toBeGreaterThanOrEqual(430);
+      expect(events.filter((e) => e.type === "failed")).toHaveLength(1);
+      expect(events.at(-1)).toEqual({ type: "connected", serverName: "remote" });
+      // Answered: no further attempts.
+      const settled = attempts.length;
+      await sleep(800);
+      expect(attempts).toHaveLength(settled);
+    } finally {
+      await new Promise((r) => (http.closeAllConnections(), http.close(r)));
+    }
   });
 });

@@ -1415,10 +1415,15 @@ impl ManagerHost for FakeHost {
     if settings.forwards_notifications {
       fields.push(("onNotification", V::Function));
     }
+    let mut policy = vec![
+      ("retryBaseMs", ms(settings.retry_base)),
+      ("retryMaxMs", ms(settings.retry_max)),
+    ];
     if let Some(ladder) = settings.ladder {
       let waits = V::Array(Rc::new(RefCell::new(ladder.into_iter().map(ms).collect())));
-      fields.push(("reconnectPolicy", V::object(vec![("ladderMs", waits)])));
+      policy.push(("ladderMs", waits));
     }
+    fields.push(("reconnectPolicy", V::object(policy)));
     fields.push(("autoRefreshTools", V::Bool(settings.auto_refresh_tools)));
     if settings.compat == crate::manager::host::Compat::V12 {
       fields.push(("compat", V::Str("v12".into())));

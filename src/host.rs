@@ -86,6 +86,10 @@ pub fn json_of<H: Values>(
 /// tokio in real time; in tests, tokio's paused clock.
 pub trait Clock {
   fn sleep(&self, delay: Duration) -> LocalBoxFuture<'static, ()>;
+  /// A delay that does not keep the host alive (an unref'd timer).
+  fn idle_sleep(&self, delay: Duration) -> LocalBoxFuture<'static, ()> {
+    self.sleep(delay)
+  }
   /// Runs `work` on its own, like a task nobody awaits.
   fn spawn(&self, work: LocalBoxFuture<'static, ()>);
 }

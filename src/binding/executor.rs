@@ -221,6 +221,20 @@ pub fn on_runtime<T: Send + 'static>(
   })
 }
 
+/// A real-time delay that does not keep the host alive: if nothing else does, the process
+/// may exit before it ends (an unref'd timer).
+pub fn idle_sleep(delay: Duration) -> LocalBoxFuture<'static, ()> {
+  let Some(handle) = crate::runtime::handle() else {
+    return Box::pin(std::future::pending());
+  };
+  let task = handle.spawn(tokio::time::sleep(delay));
+  let guard = AbortOnDrop(task.abort_handle());
+  Box::pin(async move {
+    let _ = task.await;
+    drop(guard);
+  })
+}
+
 /// A real-time delay (tokio's timer) that keeps the host alive while it runs.
 pub fn sleep(js: Js, delay: Duration) -> LocalBoxFuture<'static, ()> {
   let slept = on_runtime(js, async move { tokio::time::sleep(delay).await });

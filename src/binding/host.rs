@@ -255,6 +255,10 @@ impl<T: OnJs> Clock for T {
     executor::sleep(self.on().js, delay)
   }
 
+  fn idle_sleep(&self, delay: Duration) -> LocalBoxFuture<'static, ()> {
+    executor::idle_sleep(delay)
+  }
+
   fn spawn(&self, work: LocalBoxFuture<'static, ()>) {
     executor::spawn(self.on().js, work);
   }

@@ -128,10 +128,8 @@ async fn call_v12(host: JsHost, args: call_mcp::CallMcpArgs<Held>) -> Result<Hel
 
 /// How an A52 call failed.
 enum Failure {
-  /// Thrown as it is: a network failure, the signal's reason, what `onHttpError` made.
+  /// Thrown as it is: a network failure, the signal's reason, a refused status's error.
   Thrown(Held),
-  /// A status outside 2xx with no `onHttpError`: logged, then thrown.
-  Refused(Held),
   /// The answer could not be read: logged, then `onParseError(error) ?? error` is thrown.
   Unreadable(Held),
 }
@@ -147,20 +145,20 @@ async fn call(host: JsHost, args: call_mcp::CallMcpArgs<Held>, signal: Held) -> 
     }
   };
   let outcome = call_mcp::bounded(&host, Some(&signal), async { Ok(exchange.await) }).await;
-  let failure = match outcome {
-    Err(reason) => return Err(reason),
-    Ok(Ok(answer)) => return Ok(answer),
-    Ok(Err(failure)) => failure,
-  };
+  // W9: every failure also goes to the logger, when there is one.
   let log = |message: &str, error: &Held| {
     if let Some(logger) = &args.logger {
       let error = host.message(error);
       call_mcp::log_failure(&host, logger, message, &args.url_text, &args.method, &error);
     }
   };
+  let failure = match outcome {
+    Ok(Ok(answer)) => return Ok(answer),
+    Ok(Err(failure)) => failure,
+    Err(reason) => Failure::Thrown(reason),
+  };
   match failure {
-    Failure::Thrown(error) => Err(error),
-    Failure::Refused(error) => {
+    Failure::Thrown(error) => {
       log(&host.message(&error), &error);
       Err(error)
     }
@@ -210,7 +208,7 @@ fn refused(
       );
       Failure::Thrown(made.unwrap_or_else(|thrown| thrown))
     }
-    None => Failure::Refused(host.error(&call_mcp::refused_message(status as u16, &status_text))),
+    None => Failure::Thrown(host.error(&call_mcp::refused_message(status as u16, &status_text))),
   }
 }
 

@@ -11,6 +11,7 @@ use crate::host::{Clock, Pending, Transports};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+  Debug,
   Info,
   Warn,
   Error,
@@ -42,8 +43,12 @@ pub struct Controller<V> {
   pub signal: V,
 }
 
+/// A56's default schedule for a lost remote server.
+pub const RETRY_BASE: Duration = Duration::from_secs(15);
+pub const RETRY_MAX: Duration = Duration::from_secs(300);
+
 /// The options the manager reads when it needs them (the caller may change them later).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
   /// A40 `options.compat`.
   pub compat: Compat,
@@ -60,6 +65,26 @@ pub struct Settings {
   /// A55: `options.reconnectPolicy.ladderMs`: the waits after each failed attempt of a
   /// reconnect (the agent 18.3.4's constructor form gives it as its fourth argument).
   pub ladder: Option<Vec<Duration>>,
+  /// A56: `reconnectPolicy.retryBaseMs` (15 s) and `retryMaxMs` (5 min): the first wait
+  /// of a lost remote server's schedule and the longest.
+  pub retry_base: Duration,
+  pub retry_max: Duration,
+}
+
+impl Default for Settings {
+  fn default() -> Self {
+    Settings {
+      compat: Compat::default(),
+      startup_timeout: None,
+      reconnect: None,
+      reconnect_off: false,
+      forwards_notifications: false,
+      auto_refresh_tools: false,
+      ladder: None,
+      retry_base: RETRY_BASE,
+      retry_max: RETRY_MAX,
+    }
+  }
 }
 
 impl Settings {
@@ -80,6 +105,10 @@ impl Settings {
         .ok()
         .and_then(|v| host.as_number(&v))
         .filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    let policy_ms = |name: &str| {
+      let policy = option("reconnectPolicy")?;
+      number(&policy, name).map(|ms| Duration::from_secs_f64(ms.min(8.64e15) / 1000.0))
     };
     let reconnect = option("reconnect").filter(|r| host.truthy(r)).map(|r| {
       ReconnectPolicy::from_options(
@@ -110,6 +139,8 @@ impl Settings {
             .map(|ms| Duration::from_secs_f64(ms / 1000.0))
             .collect()
         }),
+      retry_base: policy_ms("retryBaseMs").unwrap_or(RETRY_BASE),
+      retry_max: policy_ms("retryMaxMs").unwrap_or(RETRY_MAX),
     }
   }
 }

@@ -22,6 +22,7 @@ mod discover;
 mod events;
 mod gate;
 pub mod host;
+mod idle_retry;
 mod lifecycle;
 pub mod naming;
 mod notifications;

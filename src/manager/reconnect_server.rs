@@ -55,6 +55,31 @@ impl<H: ManagerHost> Manager<H> {
     let ticket = self.with(|s| s.begin_reconnect_call(name, waiter));
     // Without a challenge the old connection is let go at once, as the agent's is.
     let taken_over = auth_challenge.is_none().then(|| self.take_over(name, None));
+    self.run_reconnect(name, ticket, taken_over, auth_challenge, false);
+    Ok(promise)
+  }
+
+  /// A56: the quiet attempt a lost remote server's schedule makes; a `reconnectServer`
+  /// asked for while it runs shares it.
+  pub(super) fn scheduled_reconnect(self: &Rc<Self>, name: &str) {
+    let Ok(waiter) = self.host.waiter() else {
+      return;
+    };
+    let ticket = self.with(|s| s.begin_reconnect_call(name, waiter));
+    let taken_over = Some(self.take_over(name, None));
+    self.run_reconnect(name, ticket, taken_over, None, true);
+  }
+
+  /// The attempts of one reconnect, in the background; every caller sharing it gets its
+  /// outcome, and A56's schedule hears of it.
+  fn run_reconnect(
+    self: &Rc<Self>,
+    name: &str,
+    ticket: u64,
+    taken_over: Option<Option<u64>>,
+    auth_challenge: Option<H::Value>,
+    scheduled: bool,
+  ) {
     let manager = self.clone();
     let name = name.to_string();
     self.host.spawn(Box::pin(async move {
@@ -64,16 +89,21 @@ impl<H: ManagerHost> Manager<H> {
         (None, None) => None,
       };
       let connection = match generation {
-        Some(generation) => manager.climb_ladder(&name, ticket, generation).await,
+        Some(generation) => {
+          manager
+            .climb_ladder(&name, ticket, generation, scheduled)
+            .await
+        }
         None => None,
       };
       let ended = manager.with(|s| s.end_reconnect_call(&name, Some(ticket)));
+      let connected = connection.is_some();
       let value = connection.unwrap_or_else(|| manager.null());
       for waiter in ended {
         manager.host.settle_waiter(&waiter, Ok(&value));
       }
+      manager.after_reconnect(&name, connected);
     }));
-    Ok(promise)
   }
 
   /// A33: the `reconnect(options?)` a v18 tool factory gets: `this.reconnectServer(name,
@@ -122,7 +152,11 @@ impl<H: ManagerHost> Manager<H> {
         return None;
       }
     };
-    let (generation, replaced, superseded) = self.with(|s| s.begin_reconnect(name, config, waiter));
+    let (generation, replaced, superseded) =
+      self.with(|s| s.begin_reconnect(name, config.clone(), waiter));
+    if replaced.is_some() {
+      self.mark_lost(name, &config);
+    }
     if let Some(controller) = superseded {
       self.host.abort(&controller);
     }
@@ -143,16 +177,18 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   /// The attempts of A34's ladder, each a connect of its own (`this.prepareConfig` again,
-  /// the new connection watched like a first one).
+  /// the new connection watched like a first one); A56's scheduled attempt is one, quiet.
   async fn climb_ladder(
     self: &Rc<Self>,
     name: &str,
     ticket: u64,
     generation: u64,
+    scheduled: bool,
   ) -> Option<H::Value> {
     let settings = self.settings();
     // A55: the first attempt at once, then one after each wait of the given ladder.
     let ladder: Vec<Duration> = match settings.ladder {
+      _ if scheduled => vec![Duration::ZERO],
       Some(waits) => std::iter::once(Duration::ZERO).chain(waits).collect(),
       None => settings.reconnect.unwrap_or_default().ladder().collect(),
     };
@@ -181,7 +217,7 @@ impl<H: ManagerHost> Manager<H> {
         Err(Some(error)) => last_error = Some(error),
       }
     }
-    self.give_up(name, generation, last_error);
+    self.give_up(name, generation, last_error, scheduled);
     None
   }
 
@@ -254,8 +290,9 @@ impl<H: ManagerHost> Manager<H> {
     self.settle_phase(phase, Err(&self.not_connected(name)));
   }
 
-  /// Every attempt failed: the tools stay listed, the server reads `disconnected`.
-  fn give_up(&self, name: &str, generation: u64, error: Option<H::Value>) {
+  /// Every attempt failed: the tools stay listed, the server reads `disconnected`. A
+  /// scheduled attempt's failure is only a debug line (A56).
+  fn give_up(&self, name: &str, generation: u64, error: Option<H::Value>, quiet: bool) {
     let phase = self.with(|s| {
       let server = s.current(name, generation)?;
       Some(std::mem::replace(&mut server.phase, Phase::Failed))
@@ -266,6 +303,11 @@ impl<H: ManagerHost> Manager<H> {
       || format!("MCP server not connected: {name}"),
       |error| self.host.message(&error),
     );
+    if quiet {
+      let line = format!("MCP server \"{name}\": scheduled reconnect failed: {message}");
+      self.host.log(Level::Debug, &line, name, Some(&message));
+      return;
+    }
     self.log_reconnect_failure(name, &message);
     self.emit_status(Status::Failed {
       server: name,

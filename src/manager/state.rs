@@ -142,6 +142,8 @@ pub struct Servers<H: ManagerHost> {
   pub startup_failures: Vec<(String, String)>,
   /// A58: told whenever a connect or reconnect settles.
   pub settle_watchers: Vec<futures::channel::oneshot::Sender<()>>,
+  /// A56: remote servers lost after being connected, retried on their own schedule.
+  pub lost: Vec<(String, super::idle_retry::Lost)>,
 }
 
 impl<H: ManagerHost> Default for Servers<H> {
@@ -168,6 +170,7 @@ impl<H: ManagerHost> Default for Servers<H> {
       startup: Vec::new(),
       startup_failures: Vec::new(),
       settle_watchers: Vec::new(),
+      lost: Vec::new(),
     }
   }
 }
@@ -197,6 +200,8 @@ impl<H: ManagerHost> Servers<H> {
 
   /// Starts (or restarts) a server's first connect; returns its generation.
   pub fn begin_connect(&mut self, name: &str, config: H::Value, waiter: H::Waiter) -> u64 {
+    // A56: connected afresh (reconfigured, say): no longer lost.
+    self.lost.retain(|(n, _)| n != name);
     let generation = self.next_generation();
     self.remember_config(name, &config);
     match self.get_mut(name) {
@@ -294,6 +299,7 @@ impl<H: ManagerHost> Servers<H> {
 
   /// Everything, with the reconnect calls in flight (`disconnectAll`).
   pub fn take_all(&mut self) -> (Vec<Server<H>>, Vec<H::Waiter>) {
+    self.lost.clear();
     self.subscribed.clear();
     self.startup.clear();
     self.startup_failures.clear();
@@ -335,6 +341,7 @@ impl<H: ManagerHost> Servers<H> {
   }
 
   pub fn forget_records(&mut self, name: &str) {
+    self.lost.retain(|(n, _)| n != name);
     self.breaker.reset(name);
     self.startup.retain(|n| n != name);
     self.startup_failures.retain(|(n, _)| n != name);

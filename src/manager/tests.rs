@@ -2014,3 +2014,93 @@ async fn a55_the_reconnect_policy_s_ladder_sets_the_waits_between_attempts() {
   })
   .await;
 }
+
+/// Connects whose outcome `succeeds(attempt)` decides (attempts count from 1).
+fn connects_when(host: &FakeHost, succeeds: fn(usize) -> bool) -> Rc<RefCell<Vec<Instant>>> {
+  let attempts: Rc<RefCell<Vec<Instant>>> = Rc::default();
+  let counted = attempts.clone();
+  host.custom_connect(Rc::new(move |host, name, config| {
+    counted.borrow_mut().push(Instant::now());
+    let n = counted.borrow().len();
+    if succeeds(n) {
+      return core_connect(host, name, config);
+    }
+    let failure = error(&format!("attempt {n} refused"));
+    Box::pin(async move { Err(failure) })
+  }));
+  attempts
+}
+
+fn remote(name: &str) -> Entry<V> {
+  // The fake host keys a server by its URL: the name itself here.
+  entry_of(name, v(json!({ "type": "http", "url": name })))
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a56_a_lost_remote_server_is_retried_quietly_doubling_to_the_ceiling_until_it_answers() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.settings_mut().ladder = Some(vec![ms(100)]);
+    host.settings_mut().retry_max = ms(40_000);
+    host.script("remote", Script::new("remote").tools(&["read"]));
+    let attempts = connects_when(&host, |n| n == 1 || n == 6);
+    let manager = host.manager();
+    connect(&manager, vec![remote("remote")]).await;
+    let lost = Instant::now();
+    host.kill("remote");
+    sleep(ms(1_000_000)).await;
+    let offsets: Vec<u128> = attempts.borrow()[1..]
+      .iter()
+      .map(|at| at.duration_since(lost).as_millis())
+      .collect();
+    // The ladder (0, 100), then 15 s, 30 s and 40 s (the ceiling) after each failure.
+    assert_eq!(offsets, [0, 100, 15_100, 45_100, 85_100]);
+    assert_eq!(manager.status("remote"), "connected");
+    let errors: Vec<_> = host
+      .logs()
+      .into_iter()
+      .filter(|l| l.level == Level::Error)
+      .collect();
+    assert_eq!(
+      errors.len(),
+      1,
+      "only the ladder's failure is an error: {errors:?}"
+    );
+    let quiet = host
+      .logs()
+      .into_iter()
+      .filter(|l| l.message.contains("scheduled reconnect failed"))
+      .count();
+    assert_eq!(quiet, 2);
+  })
+  .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a56_stdio_stops_at_the_ladder_and_a_disconnect_ends_the_schedule() {
+  local(async {
+    let host = FakeHost::new();
+    host.settings_mut().compat = super::host::Compat::V18;
+    host.settings_mut().ladder = Some(vec![ms(100)]);
+    host.script("files", Script::new("files").tools(&["read"]));
+    host.script("remote", Script::new("remote").tools(&["read"]));
+    let attempts = connects_when(&host, |n| n <= 2);
+    let manager = host.manager();
+    connect(&manager, vec![stdio("files"), remote("remote")]).await;
+    host.kill("files");
+    host.kill("remote");
+    sleep(ms(1_000)).await;
+    assert_eq!(attempts.borrow().len(), 6, "two ladders of two attempts");
+    sleep(ms(100_000)).await;
+    assert_eq!(
+      attempts.borrow().len(),
+      8,
+      "the remote one is tried at 15 s and 45 s"
+    );
+    manager.disconnect_server("remote").await.unwrap();
+    sleep(ms(1_000_000)).await;
+    assert_eq!(attempts.borrow().len(), 8);
+  })
+  .await;
+}

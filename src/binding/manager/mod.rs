@@ -373,6 +373,7 @@ impl ManagerHost for JsManagerHost {
       return;
     };
     let level = match level {
+      Level::Debug => "debug",
       Level::Info => "info",
       Level::Warn => "warn",
       Level::Error => "error",
