@@ -379,3 +379,23 @@ describe("A56 idle reconnect", () => {
     }
   });
 });
+
+describe("A60 connectServers adds and waits for the tools-changed handler", () => {
+  it("A60: a second connectServers adds its server's tools; each connected event follows the handler's completion", async () => {
+    const manager = make({ startupTimeoutMs: 10_000 });
+    const order: string[] = [];
+    manager.setOnToolsChanged(async (tools) => {
+      order.push(`changed ${new Set(tools.map((t: any) => t.name.split("_")[2])).size}`);
+      await sleep(100);
+      order.push("handled");
+    });
+    manager.addConnectionStatusListener((event) => order.push(event.type));
+    const first = await manager.connectServers({ a: fx() }, {});
+    const second = await manager.connectServers({ b: fx() }, {});
+    expect(first.tools.every((t: any) => t.name.startsWith("mcp__a_"))).toBe(true);
+    expect(second.tools.some((t: any) => t.name.startsWith("mcp__b_"))).toBe(true);
+    const names = manager.getTools().map((t: any) => t.name);
+    expect(names.some((n: string) => n.startsWith("mcp__a_")) && names.some((n: string) => n.startsWith("mcp__b_"))).toBe(true);
+    expect(order).toEqual(["connecting", "changed 1", "handled", "connected", "connecting", "changed 2", "handled", "connected"]);
+  });
+});

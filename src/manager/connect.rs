@@ -4,10 +4,12 @@
 //! reconnected meanwhile) closes what it opened instead of adopting it (M7).
 use std::rc::Rc;
 
+use super::changes::TOOLS_CHANGED_FAILED;
 use super::host::{Compat, ManagerHost, Settings, Watch};
 use super::state::Phase;
 use super::Manager;
 use crate::client::era;
+use crate::host::Pending;
 
 /// How one connect attempt ended, for the startup gate.
 pub(super) enum Outcome {
@@ -232,7 +234,19 @@ impl<H: ManagerHost> Manager<H> {
     let adopted =
       listed.and_then(|definitions| self.adopt(name, generation, &connection, &definitions, wired));
     match adopted {
-      Ok(()) => Ok(connection),
+      Ok(changed) => {
+        // A60 (v18): the tools-changed handler has run before the server counts as connected.
+        if let Some(changed) = changed {
+          if self.settings().compat == Compat::V18 {
+            if let Err(error) = changed.await {
+              self.warn_tools_changed(name, &error);
+            }
+          } else {
+            self.warn_on_failure(changed, name, TOOLS_CHANGED_FAILED);
+          }
+        }
+        Ok(connection)
+      }
       Err(error) => {
         self.close_detached(&connection);
         Err(Some(error))
@@ -241,7 +255,8 @@ impl<H: ManagerHost> Manager<H> {
   }
 
   /// The connection becomes the server's: live tools replace whatever it had (M4), the
-  /// transport is watched, waiters get the connection, and the listing is cached.
+  /// transport is watched, waiters get the connection, and the listing is cached. What
+  /// comes back is the `onToolsChanged` call, for the caller to await or leave running.
   pub(super) fn adopt(
     self: &Rc<Self>,
     name: &str,
@@ -249,7 +264,7 @@ impl<H: ManagerHost> Manager<H> {
     connection: &H::Value,
     definitions: &H::Value,
     notifications_wired: bool,
-  ) -> Result<(), H::Value> {
+  ) -> Result<Option<Pending<H::Value>>, H::Value> {
     let reconnect = self.reconnect_function(name);
     let tools = super::tools::live(
       &self.host,
@@ -268,14 +283,14 @@ impl<H: ManagerHost> Manager<H> {
       Some((previous, server.config.clone()))
     });
     let Some((previous, config)) = replaced else {
-      return Ok(());
+      return Ok(None);
     };
     self.settle_phase(previous, Ok(connection));
     self.write_cache(name, &config, definitions);
-    self.tools_changed(name);
+    let changed = self.call_on_tools_changed();
     self.load_catalog(name);
     self.wire_auth_refresh(&config, connection);
-    Ok(())
+    Ok(changed)
   }
 
   /// A37 (v18): a server whose config has a refreshable credential gets, on a transport with

@@ -152,13 +152,16 @@ impl<H: ManagerHost> Manager<H> {
       let adopted = listed
         .and_then(|definitions| self.adopt(name, generation, &connection, &definitions, wired));
       match adopted {
-        Ok(()) => {
+        Ok(changed) => {
+          if let Some(changed) = changed {
+            self.warn_on_failure(changed, name, super::changes::TOOLS_CHANGED_FAILED);
+          }
           return self.host.log(
             Level::Info,
             &format!("MCP server \"{name}\" reconnected"),
             name,
             None,
-          )
+          );
         }
         Err(error) => {
           self.close_detached(&connection);
