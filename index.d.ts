@@ -1108,7 +1108,10 @@ export declare function createMCPManager<TTool = MCPTool>(
 /** M5: `mcp_<server>_<tool>` from sanitized parts. */
 export declare function createMCPToolName(serverName: string, toolName: string): string;
 
-/** Splits `mcp_<server>_<tool>` at the first `_` after the prefix; `null` for other names. */
+/**
+ * Splits `mcp_<server>_<tool>` or `mcp__<server>_<tool>` at the first `_` after the prefix,
+ * and Claude Code's `mcp__<server>__<tool>` at its `__` (A65); `null` for other names.
+ */
 export declare function parseMCPToolName(name: string): { serverName: string; toolName: string } | null;
 
 /**

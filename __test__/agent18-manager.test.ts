@@ -399,3 +399,16 @@ describe("A60 connectServers adds and waits for the tools-changed handler", () =
     expect(order).toEqual(["connecting", "changed 1", "handled", "connected", "connecting", "changed 2", "handled", "connected"]);
   });
 });
+
+describe("A65 names", () => {
+  it("A65: default v18 names keep digits; Claude Code's mcp__server__tool spelling parses to the registered parts", async () => {
+    const manager = make({ startupTimeoutMs: 10_000 });
+    await manager.connectServers({ context7: fx() }, {});
+    const names = manager.getTools().map((t: any) => t.name);
+    expect(names).toContain("mcp__context7_echo");
+    expect(native.parseMCPToolName("mcp__context7__echo")).toEqual({ serverName: "context7", toolName: "echo" });
+    expect(native.parseMCPToolName("mcp__context7_echo")).toEqual({ serverName: "context7", toolName: "echo" });
+    // The v12 spelling is unchanged.
+    expect(native.createMCPToolName("context7", "echo")).toBe("mcp_context_echo");
+  });
+});

@@ -2,12 +2,13 @@
 //! `mcp__<server>_<tool>`, at most 64 characters (v18, A33).
 use sha2::{Digest, Sha256};
 
-/// Lowercases `part` and reduces it to `[a-z_]`: every run of other characters (digits
-/// included, as the agent does) becomes one `_`, and `_` runs collapse and are trimmed.
-pub fn sanitize_name_part(part: &str) -> String {
+/// Lowercases `part` and reduces it to `[a-z_]` (v12) or `[a-z0-9_]` (A65: the agent at
+/// 18.3.4 keeps digits): every run of other characters becomes one `_`, and `_` runs
+/// collapse and are trimmed.
+pub fn sanitize_name_part(part: &str, keep_digits: bool) -> String {
   let mut out = String::with_capacity(part.len());
   for c in part.to_lowercase().chars() {
-    if c.is_ascii_lowercase() {
+    if c.is_ascii_lowercase() || (keep_digits && c.is_ascii_digit()) {
       out.push(c);
     } else if !out.ends_with('_') {
       out.push('_');
@@ -19,17 +20,17 @@ pub fn sanitize_name_part(part: &str) -> String {
 /// `mcp_<server>_<tool>`, without repeating the server when the tool name already starts
 /// with it (`github` + `github_create_issue` → `mcp_github_create_issue`).
 pub fn create_mcp_tool_name(server: &str, tool: &str) -> String {
-  format!("mcp_{}", server_and_tool(server, tool))
+  format!("mcp_{}", server_and_tool(server, tool, false))
 }
 
 /// Validators of model APIs refuse longer tool names.
 const MAX_TOOL_NAME: usize = 64;
 const HASH_CHARS: usize = 8;
 
-/// A33: `mcp__<server>_<tool>`; a longer name keeps its first 55 characters and gains `_`
+/// A33: `mcp__<server>_<tool>` (A65: digits kept); a longer name keeps its first 55 characters and gains `_`
 /// and 8 base-36 characters of a hash of the whole name, stable across processes.
 pub fn create_v18_tool_name(server: &str, tool: &str) -> String {
-  let name = format!("mcp__{}", server_and_tool(server, tool));
+  let name = format!("mcp__{}", server_and_tool(server, tool, true));
   if name.len() <= MAX_TOOL_NAME {
     return name;
   }
@@ -60,12 +61,12 @@ fn base36(mut n: u64) -> String {
 }
 
 /// `<server>_<tool>` from sanitized parts, the tool without a leading copy of the server.
-fn server_and_tool(server: &str, tool: &str) -> String {
-  let mut s = sanitize_name_part(server);
+fn server_and_tool(server: &str, tool: &str, keep_digits: bool) -> String {
+  let mut s = sanitize_name_part(server, keep_digits);
   if s.is_empty() {
     s.push_str("server");
   }
-  let mut t = sanitize_name_part(tool);
+  let mut t = sanitize_name_part(tool, keep_digits);
   if t.is_empty() {
     t.push_str("tool");
   }
@@ -80,7 +81,8 @@ pub fn parse_mcp_tool_name(name: &str) -> Option<(String, String)> {
   let rest = name
     .strip_prefix("mcp__")
     .or_else(|| name.strip_prefix("mcp_"))?;
-  let (server, tool) = rest.split_once('_')?;
+  // A65: Claude Code's spelling `mcp__<server>__<tool>`; a minted server part has no `__`.
+  let (server, tool) = rest.split_once("__").or_else(|| rest.split_once('_'))?;
   if server.is_empty() || tool.is_empty() {
     return None;
   }
@@ -120,13 +122,37 @@ mod tests {
   }
 
   #[test]
+  fn a65_v18_names_keep_digits() {
+    assert_eq!(
+      create_v18_tool_name("context7", "query-docs"),
+      "mcp__context7_query_docs"
+    );
+    assert_eq!(create_v18_tool_name("s3", "s3_get"), "mcp__s3_get");
+    assert_eq!(
+      create_mcp_tool_name("context7", "query-docs"),
+      "mcp_context_query_docs"
+    );
+    let split = |name| parse_mcp_tool_name(name).map(|(s, t)| format!("{s}/{t}"));
+    assert_eq!(
+      split("mcp__context7__query_docs").as_deref(),
+      Some("context7/query_docs")
+    );
+    assert_eq!(
+      split("mcp__context7_query_docs").as_deref(),
+      Some("context7/query_docs")
+    );
+  }
+
+  #[test]
   fn sanitizes_parts() {
-    assert_eq!(sanitize_name_part("GitHub"), "github");
-    assert_eq!(sanitize_name_part("my-server.v2"), "my_server_v");
-    assert_eq!(sanitize_name_part("__a__b__"), "a_b");
-    assert_eq!(sanitize_name_part("a - _ b"), "a_b");
-    assert_eq!(sanitize_name_part("123"), "");
-    assert_eq!(sanitize_name_part(""), "");
+    assert_eq!(sanitize_name_part("GitHub", false), "github");
+    assert_eq!(sanitize_name_part("my-server.v2", false), "my_server_v");
+    assert_eq!(sanitize_name_part("__a__b__", false), "a_b");
+    assert_eq!(sanitize_name_part("a - _ b", false), "a_b");
+    assert_eq!(sanitize_name_part("123", false), "");
+    assert_eq!(sanitize_name_part("my-server.v2", true), "my_server_v2");
+    assert_eq!(sanitize_name_part("123", true), "123");
+    assert_eq!(sanitize_name_part("", false), "");
   }
 
   #[test]
@@ -159,14 +185,14 @@ mod tests {
 
   #[test]
   fn handles_unicode() {
-    assert_eq!(sanitize_name_part("Ünïcödé"), "n_c_d");
+    assert_eq!(sanitize_name_part("Ünïcödé", false), "n_c_d");
     assert_eq!(create_mcp_tool_name("Сервер", "ツール"), "mcp_server_tool");
     assert_eq!(
       create_mcp_tool_name("café", "naïve—tool"),
       "mcp_caf_na_ve_tool"
     );
     // `İ` lowercases to `i` plus a combining dot, which becomes `_` and is trimmed.
-    assert_eq!(sanitize_name_part("İ"), "i");
+    assert_eq!(sanitize_name_part("İ", false), "i");
   }
 
   #[test]
@@ -203,7 +229,7 @@ mod tests {
       let name = create_mcp_tool_name(server, tool);
       let (s, t) = parse_mcp_tool_name(&name).unwrap();
       assert_eq!(create_mcp_tool_name(&s, &t), name);
-      assert_eq!(s, sanitize_name_part(server));
+      assert_eq!(s, sanitize_name_part(server, false));
     }
   }
 }
