@@ -412,3 +412,16 @@ describe("A65 names", () => {
     expect(native.createMCPToolName("context7", "echo")).toBe("mcp_context_echo");
   });
 });
+
+describe("A66 a shutdown is not a failure", () => {
+  it("no error is logged for servers the manager itself disconnects while they connect", async () => {
+    const logged: { level: string; message: string }[] = [];
+    const log = (level: string) => (message: string) => logged.push({ level, message });
+    const manager = make({ logger: { error: log("error"), warn: log("warn"), info: log("info") } });
+    const result = await manager.connectServers({ slow: fx("--init-delay=600"), up: fx("--all-capabilities") }, {}, undefined, 50);
+    expect(result.connectedServers).not.toContain("slow");
+    await manager.disconnectAll();
+    await sleep(900);
+    expect(logged.filter((l) => l.level !== "info")).toEqual([]);
+  });
+});

@@ -49,18 +49,28 @@ impl<H: ManagerHost> Manager<H> {
     }
     let manager = self.clone();
     let name = name.to_string();
+    let generation = self.with(|s| s.get(&name).map(|server| server.generation));
     // Through `this`, as the agent's manager calls them (A38).
     self.host.spawn(Box::pin(async move {
       if let Err(error) = manager.host.refresh_server_resources(&name).await {
-        manager.log_catalog_failure(&name, "resources", &error);
+        manager.log_catalog_failure(&name, generation, "resources", &error);
       }
       if let Err(error) = manager.host.refresh_server_prompts(&name).await {
-        manager.log_catalog_failure(&name, "prompts", &error);
+        manager.log_catalog_failure(&name, generation, "prompts", &error);
       }
     }));
   }
 
-  fn log_catalog_failure(&self, name: &str, what: &str, error: &H::Value) {
+  /// A failure is logged unless the connection it used is gone: a disconnect of the
+  /// manager's own (a shutdown, a reconnect) is not a failure.
+  fn log_catalog_failure(&self, name: &str, generation: Option<u64>, what: &str, error: &H::Value) {
+    let still_connected = self.with(|s| {
+      generation.is_some_and(|g| s.is_current(name, g))
+        && s.get(name).is_some_and(|server| server.is_connected())
+    });
+    if !still_connected {
+      return;
+    }
     let message = self.host.message(error);
     self.host.log(
       Level::Warn,
@@ -132,7 +142,8 @@ impl<H: ManagerHost> Manager<H> {
     )
     .await;
     if let Err(error) = templates {
-      self.log_catalog_failure(name, "resource templates", &error);
+      let generation = self.with(|s| s.get(name).map(|server| server.generation));
+      self.log_catalog_failure(name, generation, "resource templates", &error);
     }
     let resources = resources?;
     let subscribing = self.with(|s| s.notifications_enabled)
@@ -187,7 +198,8 @@ impl<H: ManagerHost> Manager<H> {
     match self.subscription_of(connection, uris, on) {
       Some(called) => {
         if let Err(error) = called.await {
-          self.log_catalog_failure(name, "resource subscriptions", &error);
+          let generation = self.with(|s| s.get(name).map(|server| server.generation));
+          self.log_catalog_failure(name, generation, "resource subscriptions", &error);
         }
       }
       None => subscribe_with(&self.host, name, connection, uris, on).await,

@@ -279,6 +279,8 @@ impl<H: ManagerHost> Manager<H> {
       self.host.spawn(Box::pin(async move {
         let (mut outcome, timed_out) = manager.connect_server(&name, generation).await;
         manager.record_startup(&name, &outcome);
+        // The manager's own disconnect is not a failure to log.
+        let abandoned = matches!(outcome, Outcome::Abandoned);
         if v18 {
           if matches!(outcome, Outcome::Abandoned) {
             outcome = Outcome::Failed(disconnected_during_connect(&name));
@@ -291,7 +293,9 @@ impl<H: ManagerHost> Manager<H> {
         // The answer went out already: what is left is only worth a log line.
         if let Err(unsent) = sender.unbounded_send((name, outcome)) {
           let (name, outcome) = unsent.into_inner();
-          manager.report_late(&name, outcome);
+          if !abandoned {
+            manager.report_late(&name, outcome);
+          }
         }
       }));
     }
