@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { MCPManager, MCPStdioServerConfig, McpConnectionStatusEvent } from "../index.js";
-import { native, server, sleep, waitFor } from "./helpers";
+import { fixture, native, server, sleep, waitFor } from "./helpers";
 
 const fx = (...flags: string[]): MCPStdioServerConfig => ({ command: process.execPath, args: [server, ...flags] });
 const managers: MCPManager<any>[] = [];
@@ -423,5 +423,17 @@ describe("A66 a shutdown is not a failure", () => {
     await manager.disconnectAll();
     await sleep(900);
     expect(logged.filter((l) => l.level !== "info")).toEqual([]);
+  });
+});
+
+describe("A56 the schedule never keeps a process alive", () => {
+  it("A56: a process with a lost server on its 15 s schedule exits as soon as it has nothing else to do", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const started = Date.now();
+    const run = spawnSync(process.execPath, [fixture("idle-exit.mjs")], { encoding: "utf8", timeout: 20_000 });
+    expect(run.stderr).toBe("");
+    expect(run.stdout.trim().split("\n")).toEqual(['MCP server "remote": reconnect scheduled in 15000 ms', "armed"]);
+    expect(run.status).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

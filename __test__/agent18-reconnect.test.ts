@@ -253,9 +253,11 @@ describe("A36 setOnToolsChanged", () => {
     const { manager } = make();
     const heard: string[][] = [];
     let release = () => {};
+    // A60: a connect awaits the handler too, so only the refresh is held here.
+    let holding = false;
     manager.setOnToolsChanged((tools: any[]) => {
       heard.push(tools.map((t) => t.mcpServerName));
-      return new Promise<void>((resolve) => (release = resolve));
+      return holding ? new Promise<void>((resolve) => (release = resolve)) : undefined;
     });
     await manager.connectServers({ a: counted().config, b: counted().config }, {});
     expect(heard).toHaveLength(2);
@@ -263,10 +265,12 @@ describe("A36 setOnToolsChanged", () => {
     await manager.reconnectServer("a");
     expect(heard).toHaveLength(3);
     let refreshed = false;
+    holding = true;
     const refreshing = manager.refreshServerTools("b").then(() => (refreshed = true));
     expect(await waitFor(() => heard.length === 4, 3000)).toBe(true);
     await sleep(50);
     expect(refreshed).toBe(false);
+    holding = false;
     release();
     await refreshing;
     await manager.disconnectServer("a");

@@ -14,6 +14,8 @@ import {
   type MCPReconnectPolicy,
   type MCPServerConfig,
   type MCPToolCache,
+  type McpConnectionStatusEvent,
+  type SourceMeta,
 } from "mcp-native";
 import type { EffectiveExtensionRoots } from "../capability/types";
 import { resolveConfigValue } from "../config/resolve-config-value";
@@ -22,7 +24,7 @@ import type { AuthStorage } from "../session/auth-storage";
 import * as client from "./client";
 import { type LoadMCPConfigsOptions, type LoadMCPConfigsResult, loadAllMCPConfigs } from "./config";
 import { lookupMcpOAuthCredential, refreshStoredManagedMcpOAuthCredential } from "./oauth-credentials";
-import { resolveMCPTimeoutMs } from "./timeout";
+import { resolveMCPStartupTimeoutMs, resolveMCPTimeoutMs } from "./timeout";
 import { DeferredMCPTool, MCPTool } from "./tool-bridge";
 
 export {
@@ -84,6 +86,16 @@ export class MCPManager extends NativeMCPManager<CustomTool<TSchema, MCPToolDeta
         unsubscribeFromResources: (...args) => client.unsubscribeFromResources(...args),
       },
     });
+  }
+
+  /** The startup window as the agent resolves it: OMP_MCP_STARTUP_TIMEOUT_MS, else the call's, else 250 ms. */
+  override connectServers(
+    configs: Record<string, MCPServerConfig>,
+    sources: Record<string, SourceMeta>,
+    onStatus?: (event: McpConnectionStatusEvent) => void,
+    startupTimeoutMs?: number,
+  ): Promise<MCPLoadResult> {
+    return super.connectServers(configs, sources, onStatus, resolveMCPStartupTimeoutMs(startupTimeoutMs));
   }
 
   override setAuthStorage(authStorage: AuthStorage): void {

@@ -29,6 +29,14 @@ pub struct StartupStatus {
   pub failed: Vec<(String, String)>,
 }
 
+/// A connect or reconnect of the server is in flight.
+fn is_in_flight<H: ManagerHost>(server: &super::state::Server<H>) -> bool {
+  matches!(
+    server.phase,
+    Phase::Connecting(_) | Phase::Reconnecting { .. }
+  )
+}
+
 impl<H: ManagerHost> Servers<H> {
   /// `name` was given to `connectServers`.
   pub fn note_startup(&mut self, name: &str) {
@@ -41,14 +49,13 @@ impl<H: ManagerHost> Servers<H> {
   fn in_flight(&self) -> Vec<(String, u64)> {
     self
       .iter()
-      .filter(|server| {
-        matches!(
-          server.phase,
-          Phase::Connecting(_) | Phase::Reconnecting { .. }
-        )
-      })
+      .filter(|server| is_in_flight(server))
       .map(|server| (server.name.clone(), server.generation))
       .collect()
+  }
+
+  fn any_in_flight(&self) -> bool {
+    self.iter().any(is_in_flight)
   }
 
   fn still_in_flight(&self, name: &str, generation: u64) -> bool {
@@ -112,7 +119,7 @@ impl<H: ManagerHost> Manager<H> {
   pub async fn wait_for_startup(&self, limit: Option<Duration>) -> StartupStatus {
     let deadline = limit.map(|limit| Instant::now() + limit);
     loop {
-      let next = self.with(|s| (!s.in_flight().is_empty()).then(|| s.next_settle()));
+      let next = self.with(|s| s.any_in_flight().then(|| s.next_settle()));
       let Some(next) = next else { break };
       match deadline {
         None => {

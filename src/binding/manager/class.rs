@@ -48,6 +48,13 @@ fn settles_to_undefined(
   finish(js, promise(js, settled))
 }
 
+/// An `add…Listener`'s answer: its remover, or what adding it threw.
+fn remover(js: Js, added: Result<Held, Held>) -> napi::Result<JsRaw> {
+  added
+    .map(|remove| JsRaw(remove.get(js)))
+    .map_err(|error| thrown(js, Thrown(error.get(js))))
+}
+
 /// The options object of A55's constructor form: `{loadConfigs, reconnectPolicy?}`.
 fn agent_form(js: Js, load: Value, policy: Option<Value>) -> Result<Value, Thrown> {
   let options = js.object()?;
@@ -516,13 +523,12 @@ impl JsMcpManager {
   #[napi(js_name = "addNotificationListener", skip_typescript)]
   pub fn add_notification_listener(&self, env: Env, listener: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    match self
-      .manager
-      .add_notification_listener(Held::new(js, listener.0))
-    {
-      Ok(remove) => Ok(JsRaw(remove.get(js))),
-      Err(error) => Err(thrown(js, Thrown(error.get(js)))),
-    }
+    remover(
+      js,
+      self
+        .manager
+        .add_notification_listener(Held::new(js, listener.0)),
+    )
   }
 
   /// A59: hears every status event (connectServers', reconnects', the breaker's). Returns
@@ -530,12 +536,12 @@ impl JsMcpManager {
   #[napi(js_name = "addConnectionStatusListener", skip_typescript)]
   pub fn add_connection_status_listener(&self, env: Env, listener: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let added = self
-      .manager
-      .add_connection_status_listener(Held::new(js, listener.0));
-    added
-      .map(|remove| JsRaw(remove.get(js)))
-      .map_err(|error| thrown(js, Thrown(error.get(js))))
+    remover(
+      js,
+      self
+        .manager
+        .add_connection_status_listener(Held::new(js, listener.0)),
+    )
   }
 
   /// A59: hears `{serverName, kind}` after a server's resources or prompts were listed
@@ -543,12 +549,12 @@ impl JsMcpManager {
   #[napi(js_name = "addCatalogChangeListener", skip_typescript)]
   pub fn add_catalog_change_listener(&self, env: Env, listener: JsArg) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
-    let added = self
-      .manager
-      .add_catalog_change_listener(Held::new(js, listener.0));
-    added
-      .map(|remove| JsRaw(remove.get(js)))
-      .map_err(|error| thrown(js, Thrown(error.get(js))))
+    remover(
+      js,
+      self
+        .manager
+        .add_catalog_change_listener(Held::new(js, listener.0)),
+    )
   }
 
   /// A36: `(server, uri)` for `resources/updated` on a subscribed URI.
