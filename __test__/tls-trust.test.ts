@@ -2,11 +2,13 @@
 // NODE_EXTRA_CA_CERTS (read once per process), a server's own `ca`, and nothing checked
 // only with NODE_TLS_REJECT_UNAUTHORIZED=0. A CA and a leaf it signed, made for the test.
 import { execFile } from "node:child_process";
+import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-ignore a fixture in plain JS
 import { makeCa, startHttps } from "./fixtures/tls-ca.mjs";
+import { startOAuthFixture } from "./fixtures/oauth-server";
 import { native } from "./helpers";
 
 let ca: any;
@@ -18,6 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server?.close();
+  if (ca) rmSync(ca.dir, { recursive: true, force: true });
 });
 
 const echo = async (config: Record<string, unknown>) => {
@@ -93,5 +96,32 @@ describe("H10 trust", () => {
       "Setting the NODE_TLS_REJECT_UNAUTHORIZED environment variable to '0' makes TLS connections and HTTPS requests insecure by disabling certificate verification.",
     ]);
     await expect(echo({ timeout: 5000 })).rejects.toThrow(/invalid peer certificate/);
+  });
+});
+
+describe("H10 trust and OAuth", () => {
+  it("H10/O5: the OAuth discovery and token requests trust the server's `ca` as its transport does", async () => {
+    const f = await startOAuthFixture({ tls: { key: ca.key, cert: ca.cert } });
+    f.preRegister("machine", "machine-secret");
+    const entries = new Map<string, unknown>();
+    const store = {
+      get: async (key: string) => entries.get(key) as any,
+      set: async (key: string, value: unknown) => void entries.set(key, value),
+      delete: async (key: string) => void entries.delete(key),
+    };
+    const oauth = { grantType: "client_credentials", clientId: "machine", clientSecret: "machine-secret", store };
+    try {
+      const refused: any = await native.MCPClient.connect("tls-oauth", { type: "http", url: f.url, timeout: 5000, oauth } as any).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(Error);
+      expect(refused.message).toMatch(/UnknownIssuer/);
+      const client = await native.MCPClient.connect("tls-oauth", { type: "http", url: f.url, ca: ca.caPath, oauth } as any);
+      try {
+        expect((await client.callTool("whoami", {})).content[0]).toEqual({ type: "text", text: `machine via ${f.base}/as` });
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await f.close();
+    }
   });
 });

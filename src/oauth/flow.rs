@@ -1229,9 +1229,13 @@ impl Authorizer {
 /// The HTTP client of the flow: its own timeout, and redirects followed only within the
 /// origin asked (a token request's body must never be re-sent elsewhere).
 ///
+/// It trusts what the server's transport trusts (`trust`: its `ca`, H10), so discovery at
+/// a server with a private CA works as the transport does.
+///
 /// # Errors
-/// When the client cannot be built (TLS roots, a bad proxy variable).
-pub fn http_client() -> reqwest::Result<reqwest::Client> {
+/// When the client cannot be built (a `ca` without a certificate, TLS roots, a bad proxy
+/// variable).
+pub fn http_client(trust: &crate::http_client::Trust) -> Result<reqwest::Client, String> {
   const MAX_REDIRECTS: usize = 5;
   let policy = reqwest::redirect::Policy::custom(|attempt| {
     let same_origin = attempt
@@ -1244,10 +1248,11 @@ pub fn http_client() -> reqwest::Result<reqwest::Client> {
       attempt.stop()
     }
   });
-  crate::http_client::builder()
+  crate::http_client::builder_trusting(trust)?
     .redirect(policy)
     .timeout(OAUTH_HTTP_TIMEOUT)
     .build()
+    .map_err(|e| e.to_string())
 }
 
 /// Counts the time until dropped (the answer, or the request given up) as time the user

@@ -145,7 +145,10 @@ impl HttpTransport {
     let auth = match config.oauth.clone() {
       Some(settings) => {
         let client =
-          crate::oauth::flow::http_client().map_err(|e| network_error(&config.url, &e))?;
+          crate::oauth::flow::http_client(&config.trust).map_err(|reason| CoreError::Network {
+            message: format!("The OAuth client cannot be built: {reason}"),
+            code: None,
+          })?;
         Some(Arc::new(Authorizer::new(
           settings,
           config.url.clone(),
