@@ -4,6 +4,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
+import { closedPort } from "./fixtures/hostile";
 import { connectFixture, httpTestScope, native } from "./helpers";
 
 const { MCPTransportError } = native;
@@ -313,5 +314,40 @@ describe("A46 no replay of accepted work", () => {
     expect(error.retryable).toBe(false);
     expect(retriable(error)).toBe(false);
     expect(runs).toBe(1);
+  });
+});
+
+describe("A45/A48 legacy SSE rejections, from a 127.0.0.1 server", () => {
+  it("a JSON-RPC error, a response timeout, the stream's end, close's AbortError, a closed transport, a refused connection", async () => {
+    const f = await fixture({ legacy: true });
+    const t: any = await native.createSseTransport({ type: "sse", url: f.url, timeout: 300 } as any);
+    cleanup(() => t.close());
+    // The first request of this transport is id 1: its answer is an error event on the stream.
+    const text = `data: ${JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32042, message: "Custom failure", data: { detail: 7 } } })}\n\n`;
+    const rpc: any = await t.request("legacy/raw", { text }).catch((e: unknown) => e);
+    expect(rpc).toBeInstanceOf(MCPTransportError);
+    expect(rpc.message).toBe("MCP error -32042: Custom failure");
+    expect(classOf(rpc)).toEqual({ transport: "http", stage: "protocol", failure: "json_rpc", retryable: false, code: -32042 });
+    const slow: any = await t.request("sse/no-answer").catch((e: unknown) => e);
+    expect(slow.message).toBe("Legacy SSE response timeout after 300ms");
+    expect(classOf(slow)).toEqual({ transport: "http", stage: "receive", failure: "timeout", retryable: false, code: undefined });
+    const pending = t.request("sse/no-answer").catch((e: unknown) => e);
+    await t.close();
+    const aborted: any = await pending;
+    expect([aborted.name, aborted.message, aborted instanceof DOMException]).toEqual(["AbortError", "MCP legacy SSE transport closed", true]);
+    const closed: any = await t.request("ping").catch((e: unknown) => e);
+    expect(classOf(closed)).toEqual({ transport: "http", stage: "connect", failure: "closed", retryable: true, code: undefined });
+
+    const g = await fixture({ legacy: true });
+    const u: any = await native.createSseTransport({ type: "sse", url: g.url, timeout: 2000 } as any);
+    cleanup(() => u.close());
+    const ended: any = await u.request("legacy/end").catch((e: unknown) => e);
+    expect(ended).toBeInstanceOf(MCPTransportError);
+    expect(classOf(ended)).toEqual({ transport: "http", stage: "connect", failure: "eof", retryable: true, code: undefined });
+    const refused: any = await native
+      .createSseTransport({ type: "sse", url: `http://127.0.0.1:${await closedPort()}/mcp`, timeout: 2000 } as any)
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(MCPTransportError);
+    expect(classOf(refused)).toEqual({ transport: "http", stage: "connect", failure: "connect", retryable: true, code: "ECONNREFUSED" });
   });
 });
