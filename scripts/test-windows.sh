@@ -2,7 +2,7 @@
 # `npm run test:windows`: the addon built for x86_64-pc-windows-gnu (Debian's rustc, std
 # built from source) and the Windows test set run by a Windows node.exe under Wine, then
 # `cargo check` of the crate for both Apple targets. The toolchains are set up on first use
-# by scripts/cross/ (apt, npm; idempotent). Wine is not Windows: README's Install section
+# by scripts/cross/ (apt, npm; idempotent). Wine is not Windows: docs/CONTRIBUTING.md (Platforms and runtimes)
 # says what only the release workflow's Windows runners show.
 # pipefail: a failed cargo fails its step, not the `tee` after it.
 set -euo pipefail
