@@ -12,6 +12,8 @@ thread_local! {
   static RESOLVER: JsSlot = const { JsSlot::new() };
 }
 
+/// A9: a process-wide `(configTimeout?) => ms` that replaces `timeout ?? 30000` for every
+/// request, notification and connect; `0` means no timeout, `null` removes it.
 #[napi(
   js_name = "setTimeoutResolver",
   ts_args_type = "resolver: ((configTimeout?: number) => number) | null"

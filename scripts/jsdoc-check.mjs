@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// Every symbol index.d.ts exports carries a doc comment (read with the TypeScript compiler's
+// own JSDoc lookup), so an editor's hover says what each export is.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const ts = createRequire(import.meta.url)("typescript");
+const file = fileURLToPath(new URL("../index.d.ts", import.meta.url));
+const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+const undocumented = [];
+for (const statement of source.statements) {
+  if (!statement.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) continue;
+  if (ts.getJSDocCommentsAndTags(statement).length > 0) continue;
+  const names = statement.name
+    ? [statement.name.getText(source)]
+    : (statement.declarationList?.declarations ?? []).map((d) => d.name.getText(source));
+  undocumented.push(...names);
+}
+if (undocumented.length > 0) {
+  console.error(`index.d.ts: ${undocumented.length} export(s) without a doc comment: ${undocumented.join(", ")}`);
+  process.exit(1);
+}
+console.log(`index.d.ts: every export documented (${source.statements.length} declarations)`);
