@@ -671,13 +671,20 @@ export interface MCPCompleteResult {
 /** The log levels of `logging/setLevel` and `notifications/message` (RFC 5424). */
 export type MCPLoggingLevel = "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency";
 
-/** `connectToServer`'s options: abort, and what `initialize` offers (C1). */
+/** `connectToServer`'s options: abort, OAuth, the server-request handlers, and the era and
+ * what the client says of itself (C1, N1). */
 export interface MCPConnectOptions extends MCPClientHandlers {
   signal?: AbortSignal;
   /** O1: OAuth for an HTTP server whose config has no `oauth` of its own. */
   oauth?: MCPOAuthOptions;
   client?: {
     clientInfo?: MCPImplementation;
+    /**
+     * N1: the era. A handshake version (`"2024-11-05"`, `"2025-03-26"`, `"2025-06-18"`,
+     * `"2025-11-25"`, the default for `connectToServer` and the manager), `"2026-07-28"`
+     * (stateless: no handshake, no session) or `"auto"` (find it out with a `server/discover`
+     * probe; the default for `MCPClient.connect`). A config's own `protocolVersion` wins.
+     */
     protocolVersion?: string;
     /** Merged over the defaults key by key at the top level. */
     capabilities?: MCPClientCapabilities;
@@ -824,12 +831,13 @@ export interface MCPServerConnection {
   transport: MCPTransport;
   serverInfo: MCPImplementation;
   capabilities: MCPServerCapabilities;
-  /** The version the server answered `initialize` with. */
+  /** The protocol version in use: the one the server answered `initialize` with, or in the
+   * stateless era the one `server/discover` (or the config) settled on. */
   protocolVersion?: string;
   /** The server's `instructions`, when it sent them. */
   instructions?: string;
   /** N2: how `protocolVersion: "auto"` found the era out: `probe`, `remembered`, `refused`,
-   * `timeout`, `respawn` or `unsupported-version`. */
+   * `timeout`, `respawn` or `unsupported-version`; `undefined` when the era was given. */
   eraDetection?: string;
   /** N8: until when (ms since the epoch) `tools` is fresh, when the server gave a `ttlMs`. */
   toolsFreshUntil?: number;
@@ -1336,7 +1344,11 @@ export type JsLegacySseTransport = LegacySseTransport
 export declare class MCPClient {
   /** Wraps a connection made by `connectToServer` (or built by hand). */
   constructor(connection: MCPServerConnection)
-  /** `connectToServer` (C1), as an `MCPClient`. */
+  /**
+   * Connects as `connectToServer` does, but finds the era out first: `client.protocolVersion`
+   * (and a config's `protocolVersion`) defaults to `"auto"` here, a `server/discover` probe
+   * (N2); `"2026-07-28"` skips the handshake, a handshake version runs `initialize`.
+   */
   static connect(name: string, config: MCPServerConfig, options?: MCPConnectOptions): Promise<MCPClient>
   /** The `MCPServerConnection` this client drives. */
   get connection(): MCPServerConnection
@@ -1344,7 +1356,10 @@ export declare class MCPClient {
   listTools(options?: MCPRequestOptions): Promise<MCPToolDefinition[]>
   /** C3 */
   callTool(name: string, args?: Record<string, unknown>, options?: MCPRequestOptions): Promise<MCPToolCallResult>
-  /** `ping`; resolves with the server's (empty) result. */
+  /**
+   * `ping`; resolves with the server's (empty) result. In the 2026-07-28 era, which has no
+   * `ping`, it sends `server/discover` and resolves `{}` (N9).
+   */
   ping(options?: MCPRequestOptions): Promise<Record<string, unknown>>
   /** Every resource of every `resources/list` page. */
   listResources(options?: MCPRequestOptions): Promise<MCPResource[]>
@@ -1358,7 +1373,10 @@ export declare class MCPClient {
   getPrompt(name: string, args?: Record<string, string>, options?: MCPRequestOptions): Promise<MCPGetPromptResult>
   /** `completion/complete {ref, argument, context?}`. */
   complete(ref: MCPCompleteRef, argument: { name: string; value: string }, context?: { arguments?: Record<string, string> }, options?: MCPRequestOptions): Promise<MCPCompleteResult>
-  /** `logging/setLevel {level}`. */
+  /**
+   * `logging/setLevel {level}`. In the 2026-07-28 era, which has no `logging/setLevel`, the
+   * level goes as `_meta["io.modelcontextprotocol/logLevel"]` on the requests that follow (N9).
+   */
   setLoggingLevel(level: MCPLoggingLevel, options?: MCPRequestOptions): Promise<void>
   /** P5: sends `notifications/roots/list_changed`; the server then asks for the roots again. */
   notifyRootsChanged(): Promise<void>
@@ -1430,7 +1448,10 @@ export declare function callTool(connection: MCPServerConnection, toolName: stri
 
 /**
  * C1: creates the transport, runs the `initialize` handshake and `notifications/initialized`,
- * all bounded by `config.timeout ?? 30000`.
+ * all bounded by `config.timeout ?? 30000`. The era is the handshake unless
+ * `client.protocolVersion` (or the config's `protocolVersion`) says `"2026-07-28"` (no
+ * handshake) or `"auto"` (a `server/discover` probe first, N2). Rejects with an
+ * `MCPConnectionTimeoutError` when the timeout passes.
  */
 export declare function connectToServer(name: string, config: MCPServerConfig, options?: MCPConnectOptions): Promise<MCPServerConnection>
 

@@ -671,13 +671,20 @@ export interface MCPCompleteResult {
 /** The log levels of `logging/setLevel` and `notifications/message` (RFC 5424). */
 export type MCPLoggingLevel = "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency";
 
-/** `connectToServer`'s options: abort, and what `initialize` offers (C1). */
+/** `connectToServer`'s options: abort, OAuth, the server-request handlers, and the era and
+ * what the client says of itself (C1, N1). */
 export interface MCPConnectOptions extends MCPClientHandlers {
   signal?: AbortSignal;
   /** O1: OAuth for an HTTP server whose config has no `oauth` of its own. */
   oauth?: MCPOAuthOptions;
   client?: {
     clientInfo?: MCPImplementation;
+    /**
+     * N1: the era. A handshake version (`"2024-11-05"`, `"2025-03-26"`, `"2025-06-18"`,
+     * `"2025-11-25"`, the default for `connectToServer` and the manager), `"2026-07-28"`
+     * (stateless: no handshake, no session) or `"auto"` (find it out with a `server/discover`
+     * probe; the default for `MCPClient.connect`). A config's own `protocolVersion` wins.
+     */
     protocolVersion?: string;
     /** Merged over the defaults key by key at the top level. */
     capabilities?: MCPClientCapabilities;
@@ -824,12 +831,13 @@ export interface MCPServerConnection {
   transport: MCPTransport;
   serverInfo: MCPImplementation;
   capabilities: MCPServerCapabilities;
-  /** The version the server answered `initialize` with. */
+  /** The protocol version in use: the one the server answered `initialize` with, or in the
+   * stateless era the one `server/discover` (or the config) settled on. */
   protocolVersion?: string;
   /** The server's `instructions`, when it sent them. */
   instructions?: string;
   /** N2: how `protocolVersion: "auto"` found the era out: `probe`, `remembered`, `refused`,
-   * `timeout`, `respawn` or `unsupported-version`. */
+   * `timeout`, `respawn` or `unsupported-version`; `undefined` when the era was given. */
   eraDetection?: string;
   /** N8: until when (ms since the epoch) `tools` is fresh, when the server gave a `ttlMs`. */
   toolsFreshUntil?: number;

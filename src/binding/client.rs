@@ -105,7 +105,10 @@ pub(crate) fn connect_request(
 }
 
 /// C1: creates the transport, runs the `initialize` handshake and `notifications/initialized`,
-/// all bounded by `config.timeout ?? 30000`.
+/// all bounded by `config.timeout ?? 30000`. The era is the handshake unless
+/// `client.protocolVersion` (or the config's `protocolVersion`) says `"2026-07-28"` (no
+/// handshake) or `"auto"` (a `server/discover` probe first, N2). Rejects with an
+/// `MCPConnectionTimeoutError` when the timeout passes.
 #[napi(
   js_name = "connectToServer",
   ts_args_type = "name: string, config: MCPServerConfig, options?: MCPConnectOptions",

@@ -76,7 +76,9 @@ impl JsMcpClient {
     Ok(JsMcpClient { connection })
   }
 
-  /// `connectToServer` (C1), as an `MCPClient`.
+  /// Connects as `connectToServer` does, but finds the era out first: `client.protocolVersion`
+  /// (and a config's `protocolVersion`) defaults to `"auto"` here, a `server/discover` probe
+  /// (N2); `"2026-07-28"` skips the handshake, a handshake version runs `initialize`.
   #[napi(
     ts_args_type = "name: string, config: MCPServerConfig, options?: MCPConnectOptions",
     ts_return_type = "Promise<MCPClient>"
@@ -147,7 +149,8 @@ impl JsMcpClient {
     )
   }
 
-  /// `ping`; resolves with the server's (empty) result.
+  /// `ping`; resolves with the server's (empty) result. In the 2026-07-28 era, which has no
+  /// `ping`, it sends `server/discover` and resolves `{}` (N9).
   #[napi(
     ts_args_type = "options?: MCPRequestOptions",
     ts_return_type = "Promise<Record<string, unknown>>"
@@ -256,7 +259,8 @@ impl JsMcpClient {
     finish(js, self.request(js, "completion/complete", params, options))
   }
 
-  /// `logging/setLevel {level}`.
+  /// `logging/setLevel {level}`. In the 2026-07-28 era, which has no `logging/setLevel`, the
+  /// level goes as `_meta["io.modelcontextprotocol/logLevel"]` on the requests that follow (N9).
   #[napi(
     ts_args_type = "level: MCPLoggingLevel, options?: MCPRequestOptions",
     ts_return_type = "Promise<void>"
