@@ -86,18 +86,23 @@ export declare class MCPTransportError extends Error {
   readonly data: string | undefined;
   /** A safe server trace or request id. */
   readonly traceId: string | undefined;
+  /** A failure with the agent's fields; the message is sanitised of secrets as the agent does. */
   constructor(options: MCPTransportErrorOptions);
 }
 
 /** A47: the connect's timeout (`connectToServer`, the manager), the agent's `client.ts` class. */
 export declare class MCPConnectionTimeoutError extends MCPTransportError {
+  /** The server whose connect timed out. */
   readonly serverName: string;
+  /** The timeout that passed, in ms. */
   readonly timeoutMs: number;
+  /** The agent's message for `serverName`'s connect timing out after `timeoutMs`. */
   constructor(serverName: string, timeoutMs: number);
 }
 
 /** A47: a legacy HTTP+SSE server sent no `endpoint` event in time (the agent's `sse.ts`). */
 export declare class LegacySseConnectionTimeoutError extends MCPTransportError {
+  /** `Legacy SSE endpoint timeout after <timeoutMs>ms`. */
   constructor(timeoutMs: number);
 }
 
@@ -1043,6 +1048,7 @@ export interface MCPStartupStatus {
 
 /** Connects MCP servers in parallel and keeps their tools (SPEC §8). Subclass it (W1). */
 export declare class MCPManager<TTool = MCPTool> {
+  /** A manager for the servers of the project at `cwd`; `toolCache` keeps tool listings between runs (M4). */
   constructor(cwd: string, toolCache?: MCPToolCache | null, options?: MCPManagerOptions<TTool>);
   /** A55: the agent 18.3.4's form. */
   constructor(
@@ -1053,6 +1059,7 @@ export declare class MCPManager<TTool = MCPTool> {
   );
   /** The working directory `.mcp.json` is looked up in. */
   readonly cwd: string;
+  /** M3: where stored OAuth credentials come from. There is no getter: a subclass that reads the storage keeps its own. */
   setAuthStorage(storage: MCPAuthStorage | null | undefined): void;
   /** M3/A37: `this.resolveCredentials` (skipped by `oauth: false`), then every env / header
    * value resolved, except `envPolicy: "literal"`, `envLiteralKeys` and `origin-locked`
@@ -1075,14 +1082,21 @@ export declare class MCPManager<TTool = MCPTool> {
   /** A30: one process-wide slot, whichever subclass fills it; A63: typed as the class it is
    * asked on, so a subclass's callers need no cast. */
   static instance<T extends abstract new (...args: any) => any>(this: T): InstanceType<T> | undefined;
+  /** A30: installs the process-wide instance (none given: clears it). */
   static setInstance(manager?: MCPManager<any>): void;
+  /** A30: clears the process-wide instance. */
   static resetForTests(): void;
   /** M9. */
   discoverAndConnect(options?: MCPDiscoverOptions): Promise<MCPLoadResult<TTool>>;
+  /** M6: every tool the manager holds (v18: sorted by name). */
   getTools(): TTool[];
+  /** M6: the server's connection, while it is connected. */
   getConnection(name: string): MCPServerConnection | undefined;
+  /** M6: `connected`, `connecting` (a connect or reconnect in flight) or `disconnected`. */
   getConnectionStatus(name: string): MCPConnectionStatus;
+  /** W3: where the server's config came from. */
   getSource(name: string): SourceMeta | undefined;
+  /** M6: the connection, once a connect in flight settles; rejects `MCP server not connected: <name>` when there is none. */
   waitForConnection(name: string): Promise<MCPServerConnection>;
   /**
    * A58: waits up to `timeoutMs` (no limit when it is not above 0) for the connects and
@@ -1091,11 +1105,17 @@ export declare class MCPManager<TTool = MCPTool> {
   waitForStartup(timeoutMs: number): Promise<MCPStartupStatus>;
   /** A58: resolves once no connect or reconnect is in flight. */
   waitForPendingConnections(): Promise<void>;
+  /** M6: the names of the connected servers. */
   getConnectedServers(): string[];
+  /** M6: every server the manager knows: connected, connecting, failed or with a recorded source. */
   getAllServerNames(): string[];
+  /** M7: forgets the server (its tools, source, subscriptions, reconnect schedule) and closes its transport. */
   disconnectServer(name: string): Promise<void>;
+  /** M7: closes every server; never rejects. */
   disconnectAll(): Promise<void>;
+  /** M8: lists the server's tools again, caches them and replaces its tools. */
   refreshServerTools(name: string): Promise<void>;
+  /** M8: `refreshServerTools` for every connected server; failures are logged. */
   refreshAllTools(): Promise<void>;
   /**
    * A34: a new connection for the server (`null` when none could be made, or the breaker
@@ -1126,16 +1146,22 @@ export declare class MCPManager<TTool = MCPTool> {
   setOnPromptsChanged(handler: (serverName: string) => void): void;
   /** A36: subscribes (on) or unsubscribes (off) every connected server's listed resources. */
   setNotificationsEnabled(enabled: boolean): void;
+  /** A30: whether notifications are on, and the resource URIs subscribed per server. */
   getNotificationState(): { enabled: boolean; subscriptions: Map<string, ReadonlySet<string>> };
   /** A36: lists resources and templates again (concurrent calls share one; a templates
    * failure leaves them unset) and keeps the subscriptions in step. */
   refreshServerResources(name: string): Promise<void>;
   /** A36: lists them unless both listings are kept on the connection already. */
   ensureServerResources(name: string): Promise<void>;
+  /** A36: lists the server's prompts again and tells `setOnPromptsChanged`'s handler. */
   refreshServerPrompts(name: string): Promise<void>;
+  /** A36: the server's listed resources and templates; `undefined` when not connected. */
   getServerResources(name: string): { resources: MCPResource[]; templates: MCPResourceTemplate[] } | undefined;
+  /** A36: `resources/read` on the server; `undefined` when not connected. */
   readServerResource(name: string, uri: string, options?: MCPRequestOptions): Promise<MCPResourceReadResult | undefined>;
+  /** A36: the server's listed prompts; `undefined` when not connected. */
   getServerPrompts(name: string): MCPPrompt[] | undefined;
+  /** A36: `prompts/get` on the server; `undefined` when not connected. */
   executePrompt(
     name: string,
     promptName: string,

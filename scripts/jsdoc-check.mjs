@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Every symbol index.d.ts exports carries a doc comment (read with the TypeScript compiler's
-// own JSDoc lookup), so an editor's hover says what each export is.
+// Every symbol index.d.ts exports, and every member and constructor of its classes, carries a
+// doc comment (read with the TypeScript compiler's own JSDoc lookup), so an editor's hover
+// says what each is.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -11,6 +12,13 @@ const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTa
 const undocumented = [];
 for (const statement of source.statements) {
   if (!statement.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) continue;
+  if (ts.isClassDeclaration(statement)) {
+    for (const member of statement.members) {
+      if (ts.getJSDocCommentsAndTags(member).length > 0) continue;
+      const name = ts.isConstructorDeclaration(member) ? "constructor" : member.name?.getText(source);
+      undocumented.push(`${statement.name.getText(source)}.${name}`);
+    }
+  }
   if (ts.getJSDocCommentsAndTags(statement).length > 0) continue;
   const names = statement.name
     ? [statement.name.getText(source)]

@@ -78,6 +78,7 @@ impl JsHttpTransport {
 
 #[napi]
 impl JsHttpTransport {
+  /// A Streamable HTTP transport for `config`, not yet connected (`connect()` does; H1).
   #[napi(
     constructor,
     ts_args_type = "config: MCPHttpServerConfig | MCPSseServerConfig"

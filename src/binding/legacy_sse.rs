@@ -140,6 +140,7 @@ fn forget_failed_connect(js: Js, this: &Held) {
 
 #[napi]
 impl JsLegacySseTransport {
+  /// A legacy HTTP+SSE transport for `config`, not yet connected (`connect()` opens the GET stream; A22).
   #[napi(constructor, ts_args_type = "config: MCPSseServerConfig")]
   pub fn new(env: Env, config: JsArg) -> napi::Result<Self> {
     let js = Js::new(env.raw());

@@ -326,6 +326,7 @@ impl JsMcpClient {
     )
   }
 
+  /// Passes through to `connection.transport.onNotification`.
   #[napi(
     setter,
     js_name = "onNotification",

@@ -101,6 +101,7 @@ impl JsStdioTransport {
 
 #[napi]
 impl JsStdioTransport {
+  /// A stdio transport for `config`, its server not yet spawned (`connect()` does; S1).
   #[napi(constructor, ts_args_type = "config: MCPStdioServerConfig")]
   pub fn new(env: Env, config: JsArg) -> napi::Result<Self> {
     let js = Js::new(env.raw());
@@ -135,6 +136,7 @@ impl JsStdioTransport {
     callback_value(&self.side, CallbackSlot::Stderr)
   }
 
+  /// S5: stderr text of the server, as it arrives.
   #[napi(
     setter,
     js_name = "onStderr",

@@ -50,6 +50,7 @@ impl JsFileTokenStore {
 
 #[napi]
 impl JsFileTokenStore {
+  /// A token store kept in the JSON file at `path` (created on first write, owner-only).
   #[napi(constructor, ts_args_type = "path: string")]
   pub fn new(env: Env, path: JsArg) -> napi::Result<Self> {
     Ok(JsFileTokenStore {

@@ -160,8 +160,9 @@ macro_rules! transport_class {
           .map_err(|t| $crate::binding::js_error::thrown(js, t))
       }
 
-      /// Closes the transport: pending requests reject with "Transport closed"; resolves
-      /// after `onClose` has fired (exactly once). Idempotent.
+      /// Closes the transport: pending requests reject (stdio: `Transport closed`; HTTP and
+      /// legacy SSE: an `AbortError`, A48); resolves after `onClose` has fired (exactly
+      /// once). Idempotent.
       #[napi(ts_return_type = "Promise<void>")]
       pub fn close(&self, env: napi::Env) -> napi::Result<$crate::binding::js::JsRaw> {
         let js = $crate::binding::js::Js::new(env.raw());
@@ -174,26 +175,31 @@ macro_rules! transport_class {
           .map_err(|t| $crate::binding::js_error::thrown(js, t))
       }
 
+      /// Called once when the transport closes, on `close()` or when the server goes away.
       #[napi(getter, js_name = "onClose", ts_return_type = "(() => void) | undefined")]
       pub fn get_on_close(&self) -> $crate::binding::js::JsRaw {
         $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Close)
       }
 
+      /// Called once when the transport closes, on `close()` or when the server goes away.
       #[napi(setter, js_name = "onClose", ts_args_type = "callback: (() => void) | undefined")]
       pub fn set_on_close(&mut self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::js_side::CallbackSlot::Close, callback)
       }
 
+      /// Hears failures no request is waiting for (a bad message, a broken listener stream, a callback that threw).
       #[napi(getter, js_name = "onError", ts_return_type = "((error: Error) => void) | undefined")]
       pub fn get_on_error(&self) -> $crate::binding::js::JsRaw {
         $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Error)
       }
 
+      /// Hears failures no request is waiting for (a bad message, a broken listener stream, a callback that threw).
       #[napi(setter, js_name = "onError", ts_args_type = "callback: ((error: Error) => void) | undefined")]
       pub fn set_on_error(&mut self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::js_side::CallbackSlot::Error, callback)
       }
 
+      /// Hears every notification the server sends: its method and params.
       #[napi(
         getter,
         js_name = "onNotification",
@@ -203,6 +209,7 @@ macro_rules! transport_class {
         $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Notification)
       }
 
+      /// Hears every notification the server sends: its method and params.
       #[napi(
         setter,
         js_name = "onNotification",
@@ -212,6 +219,7 @@ macro_rules! transport_class {
         self.set_slot($crate::binding::js_side::CallbackSlot::Notification, callback)
       }
 
+      /// Answers the server's requests (other than `ping`): its value is the result, a throw the error; none set, `-32601 Method not found`.
       #[napi(
         getter,
         js_name = "onRequest",
@@ -221,6 +229,7 @@ macro_rules! transport_class {
         $crate::binding::transport_class::callback_value(&self.side, $crate::binding::js_side::CallbackSlot::Request)
       }
 
+      /// Answers the server's requests (other than `ping`): its value is the result, a throw the error; none set, `-32601 Method not found`.
       #[napi(
         setter,
         js_name = "onRequest",
@@ -318,6 +327,7 @@ macro_rules! auth_error_accessors {
         )
       }
 
+      /// O6/A10: the headers to retry a 401/403 with, or `null` to give up.
       #[napi(
         setter,
         js_name = "onAuthError",

@@ -56,6 +56,7 @@ pub(crate) fn path_argument(env: Env, path: JsArg) -> napi::Result<String> {
 
 #[napi]
 impl JsFileToolCache {
+  /// A tool cache kept in the JSON file at `path` (created on first write).
   #[napi(constructor, ts_args_type = "path: string")]
   pub fn new(env: Env, path: JsArg) -> napi::Result<Self> {
     Ok(JsFileToolCache {
