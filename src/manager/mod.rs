@@ -54,6 +54,7 @@ pub use lifecycle::Wait;
 pub use prepare::{
   inject_credential, names_a_credential, prepare_config, prepare_entries, PrepareOptions, Prepared,
 };
+pub use reconcile::Setting;
 pub use reconnect_server::reconnect_options;
 pub use startup::StartupStatus;
 use state::Servers;

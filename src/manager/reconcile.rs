@@ -33,6 +33,15 @@ impl<V> Default for Discovery<V> {
   }
 }
 
+/// The settings A62 reconciles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+  /// `filterBrowser`: `true` leaves browser automation servers out.
+  BrowserFilter,
+  /// `enableProjectConfig`: `false` leaves project-level servers out.
+  ProjectConfig,
+}
+
 /// The entries of a `{configs, sources}` result: name, config, source.
 type Loaded<V> = Vec<(String, V, Option<V>)>;
 
@@ -58,7 +67,16 @@ impl<H: ManagerHost> Manager<H> {
     }
   }
 
-  pub async fn reconcile_project_config(self: &Rc<Self>, enabled: bool) -> Result<(), H::Value> {
+  /// A62: `setting` is now `enabled`; what it adds is connected and what it removes
+  /// disconnected.
+  pub async fn reconcile(self: &Rc<Self>, setting: Setting, enabled: bool) -> Result<(), H::Value> {
+    match setting {
+      Setting::BrowserFilter => self.reconcile_browser_filter(enabled).await,
+      Setting::ProjectConfig => self.reconcile_project_config(enabled).await,
+    }
+  }
+
+  async fn reconcile_project_config(self: &Rc<Self>, enabled: bool) -> Result<(), H::Value> {
     let _turn = self.discovery.turn.lock().await;
     let in_flight = self.discovery.in_flight.borrow().clone();
     if let Some(discovering) = in_flight {
@@ -102,7 +120,7 @@ impl<H: ManagerHost> Manager<H> {
     self.connect_loaded(back, &options).await
   }
 
-  pub async fn reconcile_browser_filter(self: &Rc<Self>, enabled: bool) -> Result<(), H::Value> {
+  async fn reconcile_browser_filter(self: &Rc<Self>, enabled: bool) -> Result<(), H::Value> {
     let _turn = self.discovery.turn.lock().await;
     let remembered = self.discovery.options.borrow().clone();
     let options = match remembered {

@@ -19,7 +19,7 @@ use crate::manager::host::Compat;
 
 use crate::manager::{
   entries, inject_credential, names_a_credential, prepare_config, reconnect_options,
-  startup_window, status_hook, Manager, PrepareOptions, Wait,
+  startup_window, status_hook, Manager, PrepareOptions, Setting, Wait,
 };
 
 thread_local! {
@@ -173,6 +173,20 @@ impl JsMcpManager {
       },
     };
     finish(js, result)
+  }
+
+  /// A62: applies a change of `setting` (its new value: `enabled`, as JS truthiness).
+  fn reconcile(
+    &self,
+    env: Env,
+    this: &This<JsArg>,
+    enabled: JsArg,
+    setting: Setting,
+  ) -> napi::Result<JsRaw> {
+    let js = Js::new(env.raw());
+    let manager = self.bound(this);
+    let enabled = js.truthy(enabled.0);
+    settles_to_undefined(js, async move { manager.reconcile(setting, enabled).await })
   }
 
   /// `name` as a string, else the TypeError to reject with.
@@ -424,12 +438,7 @@ impl JsMcpManager {
     this: This<JsArg>,
     enabled: JsArg,
   ) -> napi::Result<JsRaw> {
-    let js = Js::new(env.raw());
-    let manager = self.bound(&this);
-    let enabled = js.truthy(enabled.0);
-    settles_to_undefined(js, async move {
-      manager.reconcile_browser_filter(enabled).await
-    })
+    self.reconcile(env, &this, enabled, Setting::BrowserFilter)
   }
 
   /// A62: connects the project-level servers (`true`) or disconnects them (`false`).
@@ -440,12 +449,7 @@ impl JsMcpManager {
     this: This<JsArg>,
     enabled: JsArg,
   ) -> napi::Result<JsRaw> {
-    let js = Js::new(env.raw());
-    let manager = self.bound(&this);
-    let enabled = js.truthy(enabled.0);
-    settles_to_undefined(js, async move {
-      manager.reconcile_project_config(enabled).await
-    })
+    self.reconcile(env, &this, enabled, Setting::ProjectConfig)
   }
 
   /// M7: closes everything, never rejects.
