@@ -181,6 +181,26 @@ pub trait Signals: Values {
   fn when_aborted(&self, signal: &Self::Value) -> LocalBoxFuture<'static, Self::Value>;
 }
 
+/// `work`, unless `signal` is aborted already or aborts first (its reason is the error);
+/// without a signal, `work` as it is.
+pub async fn unless_aborted<H: Signals, T>(
+  host: &H,
+  signal: Option<&H::Value>,
+  work: impl std::future::Future<Output = Result<T, H::Value>>,
+) -> Result<T, H::Value> {
+  use futures::future::{select, Either};
+  let Some(signal) = signal else {
+    return work.await;
+  };
+  if let Some(reason) = host.abort_reason(signal) {
+    return Err(reason);
+  }
+  match select(std::pin::pin!(work), host.when_aborted(signal)).await {
+    Either::Left((outcome, _)) => outcome,
+    Either::Right((reason, _)) => Err(reason),
+  }
+}
+
 /// What the OAuth flow (and the agent's `onAuthError` seam) asks of the host.
 #[derive(Clone, PartialEq)]
 pub enum HostCall {

@@ -2,7 +2,6 @@
 //! `protocol::response_select`, which decides what the answer is.
 use std::rc::Rc;
 
-use futures::future::{select, Either};
 use napi::Env;
 use napi_derive::napi;
 
@@ -10,7 +9,7 @@ use super::executor;
 use super::host::JsHost;
 use super::js::{ErrorKind, Held, Js, JsArg, JsRaw, Value};
 use super::js_error::finish;
-use crate::host::{Callbacks, Pending, Signals, Values};
+use crate::host::{unless_aborted, Callbacks, Signals, Values};
 use crate::protocol::response_select::{ResponseSelector, SelectError};
 
 /// The JS error a selection failure is: a `SyntaxError` for a malformed message, else an
@@ -39,21 +38,6 @@ fn aborted(host: &JsHost, signal: Option<&Held>) -> Result<(), Held> {
   match signal.and_then(|s| host.abort_reason(s)) {
     Some(reason) => Err(reason),
     None => Ok(()),
-  }
-}
-
-/// `work`, unless `signal` aborts first (its reason is the error).
-async fn unless_aborted(
-  host: &JsHost,
-  signal: Option<&Held>,
-  work: Pending<Held>,
-) -> Result<Held, Held> {
-  let Some(signal) = signal else {
-    return work.await;
-  };
-  match select(work, host.when_aborted(signal)).await {
-    Either::Left((outcome, _)) => outcome,
-    Either::Right((reason, _)) => Err(reason),
   }
 }
 

@@ -33,24 +33,14 @@ where
   H: crate::host::Signals + crate::host::Clock,
 {
   use futures::future::{select, Either};
-  if let Some(reason) = signal.and_then(|s| host.abort_reason(s)) {
-    return Err(reason);
+  if signal.is_some() {
+    return crate::host::unless_aborted(host, signal, work).await;
   }
-  let stop: futures::future::LocalBoxFuture<'static, H::Value> = match signal {
-    Some(signal) => host.when_aborted(signal),
-    None => {
-      let timeout = host.error("The operation was aborted due to timeout");
-      let _ = host.set_field(&timeout, "name", host.string("TimeoutError"));
-      let sleep = host.sleep(DEADLINE);
-      Box::pin(async move {
-        sleep.await;
-        timeout
-      })
-    }
-  };
-  match select(std::pin::pin!(work), stop).await {
+  let timeout = host.error("The operation was aborted due to timeout");
+  let _ = host.set_field(&timeout, "name", host.string("TimeoutError"));
+  match select(std::pin::pin!(work), host.sleep(DEADLINE)).await {
     Either::Left((outcome, _)) => outcome,
-    Either::Right((reason, _)) => Err(reason),
+    Either::Right(_) => Err(timeout),
   }
 }
 

@@ -9,14 +9,17 @@ use crate::error::CoreError;
 use crate::protocol::response_select::{ResponseSelector, SelectError};
 use crate::runtime;
 
-fn client() -> Option<&'static reqwest::Client> {
+/// The client both exchanges share, built once, or why there is none.
+fn client() -> Result<&'static reqwest::Client, CoreError> {
   static CLIENT: OnceLock<Option<reqwest::Client>> = OnceLock::new();
-  CLIENT
-    .get_or_init(|| {
-      let _context = runtime::handle()?.enter();
-      crate::http_client::builder().build().ok()
-    })
-    .as_ref()
+  let built = CLIENT.get_or_init(|| {
+    let _context = runtime::handle()?.enter();
+    crate::http_client::builder().build().ok()
+  });
+  built.as_ref().ok_or_else(|| CoreError::Network {
+    message: "The HTTP client could not start".to_string(),
+    code: None,
+  })
 }
 
 pub struct Answer {
@@ -26,10 +29,7 @@ pub struct Answer {
 }
 
 pub async fn post(url: reqwest::Url, frame: String) -> Result<Answer, CoreError> {
-  let client = client().ok_or_else(|| CoreError::Network {
-    message: "The HTTP client could not start".to_string(),
-    code: None,
-  })?;
+  let client = client()?;
   let response = client
     .post(url.clone())
     .header(CONTENT_TYPE, "application/json")
@@ -72,10 +72,7 @@ pub async fn exchange(
   expected: serde_json::Value,
 ) -> Result<Exchange, CoreError> {
   use futures::StreamExt;
-  let client = client().ok_or_else(|| CoreError::Network {
-    message: "The HTTP client could not start".to_string(),
-    code: None,
-  })?;
+  let client = client()?;
   let mut map = reqwest::header::HeaderMap::new();
   map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
   map.insert(
