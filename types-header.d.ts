@@ -262,9 +262,19 @@ export interface MCPOAuthOptions {
   clientName?: string;
   /** Scopes to ask for when the server's challenge names none. */
   scope?: string;
-  /** O5: `client_credentials` authenticates as the client itself (needs `clientId` and
-   * `clientSecret` or `privateKey`); default `authorization_code`. */
-  grantType?: "authorization_code" | "client_credentials";
+  /** How tokens are obtained; default `authorization_code` (a user in a user agent).
+   * O5: `client_credentials` authenticates as the client itself (needs `clientId` and
+   * `clientSecret` or `privateKey`). SEP-1933: `jwt_bearer` presents the workload's own
+   * JWT (`workloadToken`), no user and no secret. SEP-990: `enterprise_managed` exchanges
+   * the user's identity assertion at the enterprise IdP (`idp`) for an ID-JAG and presents
+   * that. Both use the RFC 7523 JWT-bearer grant and need no user agent. */
+  grantType?: "authorization_code" | "client_credentials" | "jwt_bearer" | "enterprise_managed";
+  /** SEP-1933, required for `jwt_bearer`: the workload's JWT (a Kubernetes projected
+   * service-account token, a cloud identity token, a SPIFFE JWT-SVID), read afresh for
+   * every token request. An expired JWT is refused before it is sent. */
+  workloadToken?: MCPTokenSource;
+  /** SEP-990, required for `enterprise_managed`: the IdP the user signed in with. */
+  idp?: MCPIdentityProviderOptions;
   /** O5: `private_key_jwt` (RFC 7523): the client's PKCS#8 PEM key, which signs a short
    * assertion instead of sending a secret. */
   privateKey?: string;
@@ -279,6 +289,34 @@ export interface MCPOAuthOptions {
   callbackPort?: number;
   callbackPath?: string;
   prompt?: string;
+}
+
+/**
+ * SEP-1933/SEP-990: a token the client presents but does not issue: the token itself, a
+ * file re-read on every use (`{ file }`, as projected tokens rotate), a variable of
+ * `process.env` (`{ env }`), or a function called on every use.
+ */
+export type MCPTokenSource = string | { file: string } | { env: string } | (() => string | Promise<string>);
+
+/**
+ * SEP-990: the enterprise identity provider. The identity assertion is exchanged at its
+ * token endpoint (RFC 8693: `audience` the MCP server's authorization server, `resource`
+ * the MCP server) for an ID-JAG, which the MCP server's authorization server takes with
+ * the JWT-bearer grant from the client `oauth.clientId` / `clientSecret` names.
+ */
+export interface MCPIdentityProviderOptions {
+  /** The IdP's issuer: its token endpoint is discovered (RFC 8414, then OpenID). */
+  issuer?: string;
+  /** The IdP's token endpoint, instead of discovery. One of the two is required. */
+  tokenEndpoint?: string;
+  /** The client's registration at the IdP; the secret is sent only to the IdP. */
+  clientId: string;
+  clientSecret?: string;
+  /** The identity assertion from single sign-on: the user's ID token (or a SAML 2.0
+   * assertion), or a function that returns a current one. */
+  assertion: MCPTokenSource;
+  /** What the assertion is: `"id_token"` (default) or `"saml2"`. */
+  assertionType?: "id_token" | "saml2";
 }
 
 /** O1: the TypeScript SDK's `OAuthClientProvider`, as far as mcp-native uses it. */

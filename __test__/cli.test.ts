@@ -645,6 +645,51 @@ describe("O7 login and logout", () => {
     }
   });
 
+  it("SEP-1933/SEP-990: a config file's workload token or enterprise IdP signs in without a browser", async () => {
+    const { startOAuthFixture } = await import("./fixtures/oauth-server");
+    // Two servers: tokens are kept per server URL.
+    const f = await startOAuthFixture({ refreshTokens: false });
+    const g = await startOAuthFixture({ refreshTokens: false });
+    g.preRegister("agent", "agent-secret");
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-machine-login-"));
+    const env = { MCP_NATIVE_TOKENS: join(dir, "tokens.json"), MCP_NATIVE_BROWSER: "false" };
+    try {
+      const tokenPath = join(dir, "workload.jwt");
+      writeFileSync(tokenPath, f.workloadToken("ci-job"));
+      const config = join(dir, "mcp.json");
+      writeFileSync(
+        config,
+        JSON.stringify({
+          mcpServers: {
+            workload: { type: "http", url: f.url, oauth: { grantType: "jwt_bearer", workloadToken: { file: tokenPath } } },
+            enterprise: {
+              type: "http",
+              url: g.url,
+              oauth: {
+                grantType: "enterprise_managed",
+                clientId: "agent",
+                clientSecret: "agent-secret",
+                idp: { issuer: g.idpIssuer(), clientId: "agent-at-idp", clientSecret: "idp-secret", assertion: { env: "MCP_TEST_ID_TOKEN" } },
+              },
+            },
+          },
+        }),
+      );
+      const login = await cli(["login", "workload", "--config", config], { env });
+      expect(login.code, login.stderr).toBe(0);
+      expect(login.stdout).toBe(`signed in to "workload" through ${f.base}/as\n`);
+      expect(login.stderr).not.toContain("browser");
+      // Without login, the other commands obtain tokens themselves.
+      const call = await cli(["call", "enterprise", "whoami", "--config", config], { env: { ...env, MCP_TEST_ID_TOKEN: g.idToken("dana") } });
+      expect(call.code, call.stderr).toBe(0);
+      expect(call.stdout).toBe(`dana (agent) via ${g.base}/as\n`);
+      expect([...f.authorizations, ...g.authorizations]).toEqual([]);
+    } finally {
+      await Promise.all([f.close(), g.close()]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   const bun = join(root, "node_modules", ".bin", "bun");
   it.skipIf(!existsSync(bun))("O7 under Bun: login's loopback listener, the browser spawn and the token file", async () => {
     const { startOAuthFixture } = await import("./fixtures/oauth-server");

@@ -315,6 +315,17 @@ describe("O4 errors", () => {
     expect(opened).toBe(2);
   });
 
+  it("O4/N2: a failed sign-in ends MCPClient.connect's era probe: no handshake, no second user agent", async () => {
+    const f = await fixture();
+    let opened = 0;
+    const redirect = async () => (opened++, Promise.reject(new Error("denied")));
+    const error: any = await native.MCPClient.connect("oauth", { type: "http", url: f.url, oauth: { redirect, store: memoryStore() } } as any).catch((e) => e);
+    expect(error.code).toBe("OAUTH_AUTHORIZATION");
+    expect(error.message).toBe("OAuth: authorization failed: redirect() failed: denied");
+    expect(opened).toBe(1);
+    expect(f.mcpRequests.map((r) => r.method)).not.toContain("initialize");
+  });
+
   it("O4: a slow token endpoint counts against the request timeout", async () => {
     const f = await fixture({ tokenDelay: 800 });
     const transport = await native.createHttpTransport({

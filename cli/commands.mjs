@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 import { MCPClient, MCPManager, redactSecrets } from "../index.js";
 import { connectError, EXIT, requestError, usageError } from "./errors.mjs";
 import { describeConfig, loadConfigFile, resolveTarget } from "./targets.mjs";
-import { credentialKey, isHttp, loopbackLogin, notHttp, tokenStore, withStoredLogin } from "./login.mjs";
+import { credentialKey, isHttp, isMachineGrant, loopbackLogin, notHttp, tokenStore, withStoredLogin } from "./login.mjs";
 
 /**
  * ctx: { targetName, operands, options, out, signal, onCleanup(fn) }. `signal` aborts on
@@ -357,12 +357,18 @@ async function login(ctx) {
   const store = tokenStore();
   // A new sign-in, not a refresh of the old one.
   await store.delete(key);
-  const listener = await loopbackLogin({ out, signal, label: target.label });
-  ctx.onCleanup(listener.close);
-  const config = {
-    ...target.config,
-    oauth: { store, redirect: listener.redirect, redirectUri: listener.redirectUri, clientName: "mcp-native CLI" },
-  };
+  let config;
+  if (isMachineGrant(target.config)) {
+    // SEP-1933/SEP-990/O5: a workload token or an enterprise IdP signs in; no browser.
+    config = { ...target.config, oauth: { ...target.config.oauth, store } };
+  } else {
+    const listener = await loopbackLogin({ out, signal, label: target.label });
+    ctx.onCleanup(listener.close);
+    config = {
+      ...target.config,
+      oauth: { store, redirect: listener.redirect, redirectUri: listener.redirectUri, clientName: "mcp-native CLI" },
+    };
+  }
   out.verbose(`connecting to ${target.label}: ${describeConfig(config)}`);
   let client;
   try {

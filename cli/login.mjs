@@ -1,6 +1,7 @@
 // O7: signing in to OAuth-protected HTTP servers. `login` runs the library's OAuth flow with
-// a redirect listener on 127.0.0.1 and keeps the tokens in the user's cache directory
-// (a FileTokenStore); the other commands use them for servers signed in to.
+// a redirect listener on 127.0.0.1 (or, for a config whose `oauth` names a machine grant,
+// with no browser at all) and keeps the tokens in the user's cache directory (a
+// FileTokenStore); the other commands use them for servers signed in to.
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { homedir } from "node:os";
@@ -35,6 +36,10 @@ export function credentialKey(url) {
 
 export const isHttp = (config) => config.type === "http" || config.type === "sse";
 
+/** O5, SEP-1933, SEP-990: grants that need no browser; the config's own `oauth` is used. */
+const MACHINE_GRANTS = new Set(["client_credentials", "jwt_bearer", "enterprise_managed"]);
+export const isMachineGrant = (config) => MACHINE_GRANTS.has(config.oauth?.grantType);
+
 /**
  * For a command other than `login`: the stored credential is used (and refreshed) when
  * there is one; a server that wants the user to sign in again says how.
@@ -43,6 +48,8 @@ export async function withStoredLogin(config, loginCommand) {
   const key = isHttp(config) ? credentialKey(config.url) : null;
   if (key === null) return config;
   const store = tokenStore();
+  // No user to ask: tokens are obtained (and obtained again) as they are needed.
+  if (isMachineGrant(config)) return { ...config, oauth: { ...config.oauth, store } };
   if (!(await store.get(key))) return config;
   const redirect = async () => {
     throw new Error(`the sign-in has expired; run \`${loginCommand}\``);

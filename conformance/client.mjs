@@ -21,6 +21,17 @@ async function redirect(authorizationUrl) {
 
 function oauthOptions() {
   const clientCredentials = scenario.startsWith('auth/client-credentials')
+  // SEP-1933: the workload's JWT is its whole identity (no client id, no registration).
+  if (scenario === 'auth/wif-jwt-bearer') return { grantType: 'jwt_bearer', workloadToken: context.valid_jwt }
+  // SEP-990: the user's ID token from single sign-on, exchanged at the IdP for an ID-JAG.
+  if (scenario === 'auth/enterprise-managed-authorization') {
+    return {
+      grantType: 'enterprise_managed',
+      clientId: context.client_id,
+      clientSecret: context.client_secret,
+      idp: { tokenEndpoint: context.idp_token_endpoint, clientId: context.idp_client_id, assertion: context.idp_id_token },
+    }
+  }
   return {
     redirect,
     redirectUri: 'http://localhost:3000/callback',

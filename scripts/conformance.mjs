@@ -87,8 +87,17 @@ function tally(output, set) {
   }
 }
 
-// O5: client_credentials (both client authentications) and DPoP (with and without nonces).
-const REQUIRED_UNSCORED = ['auth/client-credentials-basic', 'auth/client-credentials-jwt', 'auth/dpop', 'auth/dpop-nonce']
+// O5: client_credentials (both client authentications) and DPoP (with and without nonces);
+// SEP-990 enterprise-managed authorization and SEP-1933 workload identity; P7.
+const REQUIRED_UNSCORED = [
+  'auth/client-credentials-basic',
+  'auth/client-credentials-jwt',
+  'auth/dpop',
+  'auth/dpop-nonce',
+  'auth/enterprise-managed-authorization',
+  'auth/wif-jwt-bearer',
+  'json-schema-2020-12-preservation',
+]
 
 function notScoredClientScenarios(set) {
   const file = join(root, 'node_modules/@modelcontextprotocol/conformance/requirements', `${set}.yaml`)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::host::Values;
-use crate::oauth::{Grant, OAuthSettings};
+use crate::oauth::{AssertionType, Grant, IdpSettings, OAuthSettings, TokenSource};
 use crate::transport::http::HttpConfig;
 use crate::transport::legacy_sse::LegacySseConfig;
 use crate::transport::stdio::{StdioConfig, DEFAULT_MAX_MESSAGE_BYTES};
@@ -350,9 +350,19 @@ fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option
   let grant = match text("grantType")?.as_deref() {
     None | Some("authorization_code") => Grant::AuthorizationCode,
     Some("client_credentials") => Grant::ClientCredentials,
+    Some("jwt_bearer") => {
+      let source = field(host, &oauth, "workloadToken")?
+        .ok_or("The \"oauth.workloadToken\" field is required for jwt_bearer")?;
+      Grant::JwtBearer(token_source(host, &source, &["workloadToken"])?)
+    }
+    Some("enterprise_managed") => {
+      let idp = field(host, &oauth, "idp")?
+        .ok_or("The \"oauth.idp\" field is required for enterprise_managed")?;
+      Grant::EnterpriseManaged(Box::new(idp_settings(host, &idp)?))
+    }
     Some(other) => {
       return Err(format!(
-        "The \"oauth.grantType\" field must be \"authorization_code\" or \"client_credentials\", got {other:?}"
+        "The \"oauth.grantType\" field must be \"authorization_code\", \"client_credentials\", \"jwt_bearer\" or \"enterprise_managed\", got {other:?}"
       ))
     }
   };
@@ -397,6 +407,81 @@ fn oauth_settings<H: Values>(host: &H, config: &H::Value) -> ConfigResult<Option
     }
   }
   Ok(Some(settings))
+}
+
+/// SEP-1933/SEP-990: a token given as its text, `{ file }`, `{ env }` or a function.
+fn token_source<H: Values>(
+  host: &H,
+  value: &H::Value,
+  path: &'static [&'static str],
+) -> ConfigResult<TokenSource> {
+  let name = path.join(".");
+  if let Some(text) = host.as_string(value) {
+    return Ok(TokenSource::Text(text));
+  }
+  if host.is_function(value) {
+    return Ok(TokenSource::Function(path));
+  }
+  let text_of = |key: &str| -> ConfigResult<Option<String>> {
+    match field(host, value, key)? {
+      None => Ok(None),
+      Some(v) => host
+        .as_string(&v)
+        .filter(|t| !t.is_empty())
+        .map(Some)
+        .ok_or_else(|| format!("The \"oauth.{name}.{key}\" field must be a non-empty string")),
+    }
+  };
+  if is_record(host, value) {
+    match (text_of("file")?, text_of("env")?) {
+      (Some(file), None) => return Ok(TokenSource::File(PathBuf::from(file))),
+      (None, Some(env)) => return Ok(TokenSource::Env(env)),
+      _ => {}
+    }
+  }
+  Err(format!(
+    "The \"oauth.{name}\" field must be a string, a function, {{ file }} or {{ env }}"
+  ))
+}
+
+/// SEP-990: `config.oauth.idp`, the enterprise IdP the identity assertion is exchanged at.
+fn idp_settings<H: Values>(host: &H, idp: &H::Value) -> ConfigResult<IdpSettings> {
+  if !is_record(host, idp) {
+    return Err("The \"oauth.idp\" field must be an object".to_string());
+  }
+  let text = |name: &str| -> ConfigResult<Option<String>> {
+    match field(host, idp, name)? {
+      None => Ok(None),
+      Some(v) => host
+        .as_string(&v)
+        .map(Some)
+        .ok_or_else(|| format!("The \"oauth.idp.{name}\" field must be a string")),
+    }
+  };
+  let (issuer, token_endpoint) = (text("issuer")?, text("tokenEndpoint")?);
+  if issuer.is_none() && token_endpoint.is_none() {
+    return Err("The \"oauth.idp\" field needs an \"issuer\" or a \"tokenEndpoint\"".to_string());
+  }
+  let client_id = text("clientId")?.ok_or("The \"oauth.idp.clientId\" field is required")?;
+  let assertion =
+    field(host, idp, "assertion")?.ok_or("The \"oauth.idp.assertion\" field is required")?;
+  let assertion_type = match text("assertionType")?.as_deref() {
+    None | Some("id_token") => AssertionType::IdToken,
+    Some("saml2") => AssertionType::Saml2,
+    Some(other) => {
+      return Err(format!(
+        "The \"oauth.idp.assertionType\" field must be \"id_token\" or \"saml2\", got {other:?}"
+      ))
+    }
+  };
+  Ok(IdpSettings {
+    issuer,
+    token_endpoint,
+    client_id,
+    client_secret: text("clientSecret")?,
+    assertion: token_source(host, &assertion, &["idp", "assertion"])?,
+    assertion_type,
+  })
 }
 
 /// P2: `config.reconnect?.maxRetries ?? 2`, how often a broken stream is resumed.

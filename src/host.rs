@@ -220,6 +220,12 @@ pub enum HostCall {
     method: &'static str,
     args: Vec<String>,
   },
+  /// SEP-1933/SEP-990: `process.env[name]` of the calling runtime, as a JSON string, or
+  /// `undefined` when unset.
+  Env(String),
+  /// SEP-1933/SEP-990: calls the function at this path below `config.oauth` (e.g.
+  /// `["idp", "assertion"]`) and resolves with what it settles with.
+  ConfigFunction(&'static [&'static str]),
 }
 
 impl std::fmt::Debug for HostCall {
@@ -232,6 +238,8 @@ impl std::fmt::Debug for HostCall {
       HostCall::StoreDelete(key) => write!(f, "StoreDelete({key:?})"),
       HostCall::AuthError => write!(f, "AuthError"),
       HostCall::Provider { method, .. } => write!(f, "Provider({method})"),
+      HostCall::Env(name) => write!(f, "Env({name:?})"),
+      HostCall::ConfigFunction(path) => write!(f, "ConfigFunction(oauth.{})", path.join(".")),
     }
   }
 }

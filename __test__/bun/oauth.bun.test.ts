@@ -2,7 +2,7 @@
 // caller's store) cross Bun's event loop, timers leave the user's wait out, and
 // FileTokenStore writes a private file, as the Vitest suite checks on Node.
 import { describe, expect, it, setDefaultTimeout } from "bun:test";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startOAuthFixture } from "../fixtures/oauth-server";
@@ -38,5 +38,42 @@ describe("OAuth on Bun", () => {
     expect(await text(second)).toBe(`client-1 via ${f.base}/as`);
     expect(opened).toBe(1);
     expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it("SEP-1933/SEP-990: tokens from Bun's process.env (set in JS), a rotating file and a function", async () => {
+    const f = await startOAuthFixture({ lifetime: 1, refreshTokens: false });
+    cleanups.push(f.close);
+    f.preRegister("agent", "agent-secret");
+    const dir = mkdtempSync(join(tmpdir(), "mcp-native-bun-wif-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const text = async (client: any) => (await client.callTool("whoami", {})).content[0].text;
+    const memory = () => {
+      const entries = new Map();
+      return { get: async (k: string) => entries.get(k), set: async (k: string, v: unknown) => void entries.set(k, v), delete: async (k: string) => void entries.delete(k) };
+    };
+    // Bun keeps process.env apart from the C environment: only a JS-side read sees this.
+    process.env.MCP_BUN_WORKLOAD = f.workloadToken("bun-env");
+    cleanups.push(() => delete process.env.MCP_BUN_WORKLOAD);
+    const fromEnv = await native.MCPClient.connect("bun-wif", { type: "http", url: f.url, oauth: { grantType: "jwt_bearer", workloadToken: { env: "MCP_BUN_WORKLOAD" }, store: memory() } } as any);
+    cleanups.push(() => fromEnv.close());
+    expect(await text(fromEnv)).toBe(`bun-env via ${f.base}/as`);
+    const path = join(dir, "token");
+    writeFileSync(path, f.workloadToken("bun-file-1"));
+    const fromFile = await native.MCPClient.connect("bun-wif", { type: "http", url: f.url, oauth: { grantType: "jwt_bearer", workloadToken: { file: path }, store: memory() } } as any);
+    cleanups.push(() => fromFile.close());
+    expect(await text(fromFile)).toBe(`bun-file-1 via ${f.base}/as`);
+    writeFileSync(path, f.workloadToken("bun-file-2"));
+    await Bun.sleep(1100);
+    expect(await text(fromFile)).toBe(`bun-file-2 via ${f.base}/as`);
+    const oauth = {
+      grantType: "enterprise_managed",
+      clientId: "agent",
+      clientSecret: "agent-secret",
+      idp: { issuer: f.idpIssuer(), clientId: "agent-at-idp", clientSecret: "idp-secret", assertion: async () => (await Bun.sleep(10), f.idToken("erin")) },
+      store: memory(),
+    };
+    const enterprise = await native.MCPClient.connect("bun-xaa", { type: "http", url: f.url, oauth } as any);
+    cleanups.push(() => enterprise.close());
+    expect(await text(enterprise)).toBe(`erin (agent) via ${f.base}/as`);
   });
 });

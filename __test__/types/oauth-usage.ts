@@ -22,3 +22,16 @@ export async function ours(url: string, open: (url: string) => Promise<string>) 
   await createHttpTransport({ type: "sse", url }, { oauth });
   await client.close();
 }
+
+// SEP-1933 and SEP-990: machine sign-in needs no redirect.
+export async function machines(url: string, idToken: () => Promise<string>) {
+  const workload: MCPOAuthOptions = { grantType: "jwt_bearer", workloadToken: { file: "/var/run/secrets/tokens/mcp" } };
+  const fromEnv: MCPOAuthOptions = { grantType: "jwt_bearer", workloadToken: { env: "MCP_WORKLOAD_TOKEN" } };
+  const enterprise: MCPOAuthOptions = {
+    grantType: "enterprise_managed",
+    clientId: "agent",
+    clientSecret: "secret",
+    idp: { issuer: "https://idp.example", clientId: "agent-at-idp", assertion: idToken, assertionType: "id_token" },
+  };
+  for (const oauth of [workload, fromEnv, enterprise]) await (await MCPClient.connect("m", { type: "http", url, oauth })).close();
+}

@@ -26,17 +26,19 @@ pub fn host_environment(js: Js) -> Vec<(OsString, OsString)> {
   from_js.unwrap_or_else(|| std::env::vars_os().collect())
 }
 
+/// One variable of the calling runtime's `process.env` as it is now (Bun keeps its own
+/// apart from the C environment).
+pub fn env_var(js: Js, name: &str) -> Option<String> {
+  let process = js.get(js.global(), "process").ok()?;
+  let env = js.get(process, "env").ok()?;
+  js.get(env, name).ok().and_then(|v| js.rust_string(v))
+}
+
 /// H10: `NODE_TLS_REJECT_UNAUTHORIZED` as the calling runtime has it now: `"0"` turns
 /// certificate checks off, with Node's warning once per process (`process.emitWarning`).
 pub fn tls_insecure(js: Js) -> bool {
   static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-  let value = (|| {
-    let process = js.get(js.global(), "process").ok()?;
-    let env = js.get(process, "env").ok()?;
-    js.get(env, "NODE_TLS_REJECT_UNAUTHORIZED")
-      .ok()
-      .and_then(|v| js.rust_string(v))
-  })();
+  let value = env_var(js, "NODE_TLS_REJECT_UNAUTHORIZED");
   let insecure = crate::http_client::insecure_by(value.as_deref());
   if insecure && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
     let process = js.get(js.global(), "process");

@@ -1,5 +1,6 @@
-//! O1/O6: the OAuth flow's calls into JS — `config.oauth`'s `redirect` and `store`, an SDK
-//! provider's methods, and `onAuthError` — answered with what they settle with, as JSON.
+//! O1/O6: the OAuth flow's calls into JS — `config.oauth`'s `redirect`, `store` and token
+//! functions, `process.env`, an SDK provider's methods, and `onAuthError` — answered with
+//! what they settle with, as JSON.
 use super::executor;
 use super::host::{ready, JsHost};
 use super::js::{Held, Js, Thrown, Value};
@@ -32,6 +33,11 @@ pub(super) fn answer(
     });
     return;
   }
+  if let HostCall::Env(name) = &call {
+    let value = super::args::env_var(js, name);
+    let _ = reply.send(Ok(value.map(|v| serde_json::Value::String(v).to_string())));
+    return;
+  }
   let oauth = side.borrow().auth.and_then(|r| js.ref_value(r));
   if let (HostCall::Provider { method, args }, Some(provider)) = (&call, oauth) {
     let pending = provider_call(js, &host, provider, method, args);
@@ -59,7 +65,18 @@ pub(super) fn answer(
       (store(), "set", vec![js.string(&key), value])
     }
     HostCall::StoreDelete(key) => (store(), "delete", vec![js.string(&key)]),
-    HostCall::AuthError | HostCall::Provider { .. } => return,
+    // SEP-1933/SEP-990: `oauth.workloadToken()`, `oauth.idp.assertion()`.
+    HostCall::ConfigFunction(path) => {
+      let Some((method, parents)) = path.split_last() else {
+        let _ = reply.send(Err("no function named".to_string()));
+        return;
+      };
+      let target = parents.iter().fold(oauth, |object, key| {
+        js.get(object, key).unwrap_or_else(|_| js.undefined())
+      });
+      (target, *method, Vec::new())
+    }
+    HostCall::AuthError | HostCall::Provider { .. } | HostCall::Env(_) => return,
   };
   let pending = host.call_method(&host.hold(target), method, &args);
   executor::spawn(js, async move {

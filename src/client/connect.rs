@@ -389,6 +389,9 @@ async fn detect<H: Transports + Callbacks + Clock>(
         },
       );
     }
+    // O2: a failed authorization is the answer, not a sign of the era: the handshake would
+    // run the flow again (and send the user agent twice).
+    Either::Left((Err(error), _)) if is_authorization_failure(host, &error) => return Err(error),
     Either::Left((Err(error), _)) => Some(error),
     Either::Right(_) => None,
   };
@@ -426,6 +429,17 @@ async fn detect<H: Transports + Callbacks + Clock>(
       )
     }
   }
+}
+
+/// O4: an `OAUTH_*` failure, or the provider's `UnauthorizedError` (O1 two-step flow).
+fn is_authorization_failure<H: Transports>(host: &H, error: &H::Value) -> bool {
+  let text = |name: &str| {
+    host
+      .field(error, name)
+      .ok()
+      .and_then(|v| host.as_string(&v))
+  };
+  era::is_authorization_failure(text("code").as_deref(), text("name").as_deref())
 }
 
 /// An error the server answered with, as opposed to the transport's own failure.

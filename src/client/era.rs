@@ -61,6 +61,12 @@ pub fn classify_probe_failure(code: Option<f64>, message: &str) -> ProbeFailure 
   }
 }
 
+/// O4/O1: what an OAuth failure looks like from JS: an `OAUTH_*` code, or the name of
+/// the TS SDK's `UnauthorizedError`.
+pub fn is_authorization_failure(code: Option<&str>, name: Option<&str>) -> bool {
+  code.is_some_and(|c| c.starts_with("OAUTH_")) || name == Some("UnauthorizedError")
+}
+
 /// A49: a stdio server's stdout ended on the request (the agent 18.3.4's words, ours too).
 fn is_server_ended(message: &str) -> bool {
   message == "MCP subprocess closed stdout before responding"
@@ -145,6 +151,17 @@ mod tests {
       classify_probe_failure(None, "HTTP 404: nope"),
       ProbeFailure::Legacy
     );
+  }
+
+  #[test]
+  fn authorization_failures_end_the_probe() {
+    assert!(is_authorization_failure(Some("OAUTH_TOKEN"), Some("Error")));
+    assert!(is_authorization_failure(None, Some("UnauthorizedError")));
+    assert!(!is_authorization_failure(
+      Some("ECONNREFUSED"),
+      Some("Error")
+    ));
+    assert!(!is_authorization_failure(None, None));
   }
 
   #[test]

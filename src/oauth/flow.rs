@@ -26,7 +26,7 @@ use super::metadata::{
 use super::pkce;
 use super::provider;
 use super::store;
-use super::{AuthHost, Grant, HostCall, OAuthSettings, Step};
+use super::{AuthHost, Grant, HostCall, IdpSettings, OAuthSettings, Step, JWT_BEARER_GRANT};
 use crate::error::CoreError;
 use crate::persist::now_ms;
 
@@ -39,6 +39,10 @@ const BODY_LIMIT: usize = 1 << 20;
 /// After a refresh that failed for a passing reason, how long the old token is used again
 /// before the next refresh attempt.
 const REFRESH_RETRY: Duration = Duration::from_secs(5);
+/// RFC 8693 §2.1.
+const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// SEP-990 §4: the token type of an Identity Assertion JWT Authorization Grant.
+const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
 fn oauth(step: Step, message: impl Into<String>) -> CoreError {
   CoreError::OAuth {
@@ -673,7 +677,7 @@ impl Authorizer {
       context.resource_scopes.as_deref(),
       context.metadata.advertises_scope("offline_access"),
     );
-    let tokens = match self.settings.grant {
+    let tokens = match &self.settings.grant {
       Grant::AuthorizationCode => self.authorization_code(&context, &client, &scopes).await?,
       Grant::ClientCredentials => {
         let mut form = vec![
@@ -691,6 +695,20 @@ impl Authorizer {
             form,
           )
           .await?
+      }
+      Grant::JwtBearer(source) => {
+        // SEP-1933: read afresh for every token request (projected tokens rotate).
+        let token = source
+          .read("the workload token", self.host.as_ref(), now_ms() / 1000)
+          .await
+          .map_err(|why| oauth(Step::Token, why))?;
+        self.jwt_bearer(&context, &client, &scopes, token).await?
+      }
+      Grant::EnterpriseManaged(idp) => {
+        let id_jag = self
+          .identity_assertion_grant(idp.as_ref(), &context, &scopes)
+          .await?;
+        self.jwt_bearer(&context, &client, &scopes, id_jag).await?
       }
     };
     let credential = Credential {
@@ -781,6 +799,19 @@ impl Authorizer {
         ),
       ));
     }
+    // RFC 8414 §2: a server that lists its grants and leaves this one out refuses it.
+    let offers_jwt_bearer = metadata
+      .grant_types_supported
+      .as_ref()
+      .is_none_or(|grants| grants.iter().any(|g| g == JWT_BEARER_GRANT));
+    if self.settings.grant.is_jwt_bearer() && !offers_jwt_bearer {
+      return Err(oauth(
+        Step::Metadata,
+        format!(
+          "authorization server metadata discovery failed: {issuer} does not offer the JWT-bearer grant ({JWT_BEARER_GRANT})"
+        ),
+      ));
+    }
     Ok(Context {
       resource,
       metadata,
@@ -846,6 +877,16 @@ impl Authorizer {
       .metadata
       .token_endpoint_auth_methods_supported
       .as_deref();
+    if matches!(self.settings.grant, Grant::JwtBearer(_)) && self.settings.client_id.is_none() {
+      // SEP-1933: the workload's JWT is its identity: no client id, no registration.
+      return Ok(Client {
+        client_id: String::new(),
+        client_secret: None,
+        auth_method: "none".to_string(),
+        registered: false,
+        redirect_uri: None,
+      });
+    }
     if let Some(client_id) = &self.settings.client_id {
       let secret = self.settings.client_secret.clone();
       // O5: a client key means private_key_jwt.
@@ -909,6 +950,7 @@ impl Authorizer {
     let grant_types: &[&str] = match self.settings.grant {
       Grant::AuthorizationCode => &["authorization_code", "refresh_token"],
       Grant::ClientCredentials => &["client_credentials"],
+      Grant::JwtBearer(_) | Grant::EnterpriseManaged(_) => &[JWT_BEARER_GRANT],
     };
     let ours = serde_json::json!({
       "client_name": self.settings.client_name.as_deref().unwrap_or(super::DEFAULT_CLIENT_NAME),
@@ -1093,14 +1135,42 @@ impl Authorizer {
       })
   }
 
-  /// RFC 6749 §3.2 with the client's authentication method.
+  /// RFC 6749 §3.2 with the client's authentication method, and a DPoP proof when tokens
+  /// are bound to our key.
   async fn token_request(
     &self,
     endpoint: &str,
     issuer: &str,
     client: &Client,
-    mut form: Vec<(&'static str, String)>,
+    form: Vec<(&'static str, String)>,
   ) -> Result<Tokens, TokenFailure> {
+    let answer = self
+      .post_token(endpoint, issuer, client, form, self.dpop_key())
+      .await?;
+    let now = now_ms();
+    Ok(Tokens {
+      access_token: answer.access_token,
+      refresh_token: answer.refresh_token,
+      expires_at: answer
+        .expires_in
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| now.saturating_add((s * 1000.0) as u64)),
+      issued_at: Some(now),
+      scope: answer.scope,
+      token_type: answer.token_type,
+    })
+  }
+
+  /// One token endpoint exchange: the client authenticated, `key`'s proof attached (with
+  /// the one nonce retry of RFC 9449 §8).
+  async fn post_token(
+    &self,
+    endpoint: &str,
+    issuer: &str,
+    client: &Client,
+    mut form: Vec<(&'static str, String)>,
+    key: Option<Arc<DpopKey>>,
+  ) -> Result<TokenResponse, TokenFailure> {
     let mut request = self.http.post(endpoint).header(ACCEPT, "application/json");
     match (client.auth_method.as_str(), &client.client_secret) {
       ("private_key_jwt", _) => {
@@ -1130,6 +1200,8 @@ impl Authorizer {
         form.push(("client_id", client.client_id.clone()));
         form.push(("client_secret", secret.clone()));
       }
+      // SEP-1933: a workload without a client id sends none.
+      _ if client.client_id.is_empty() => {}
       _ => form.push(("client_id", client.client_id.clone())),
     }
     let body = url::form_urlencoded::Serializer::new(String::new())
@@ -1138,7 +1210,6 @@ impl Authorizer {
     let request = request
       .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
       .body(body);
-    let key = self.dpop_key();
     // O5 (RFC 9449 §8): at most one retry with the nonce the server asks for.
     let mut attempts = 0;
     let (status, bytes) = loop {
@@ -1193,20 +1264,137 @@ impl Authorizer {
         TokenFailure::Failed(error.describe(status))
       });
     }
-    let answer: TokenResponse = serde_json::from_slice(&bytes)
-      .map_err(|_| TokenFailure::Failed("the answer is not a token response".to_string()))?;
-    let now = now_ms();
-    Ok(Tokens {
-      access_token: answer.access_token,
-      refresh_token: answer.refresh_token,
-      expires_at: answer
-        .expires_in
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| now.saturating_add((s * 1000.0) as u64)),
-      issued_at: Some(now),
-      scope: answer.scope,
-      token_type: answer.token_type,
-    })
+    serde_json::from_slice(&bytes)
+      .map_err(|_| TokenFailure::Failed("the answer is not a token response".to_string()))
+  }
+
+  /// RFC 7523 §2.1: an assertion for tokens at the MCP server's authorization server.
+  async fn jwt_bearer(
+    &self,
+    context: &Context,
+    client: &Client,
+    scopes: &[String],
+    assertion: String,
+  ) -> Result<Tokens, CoreError> {
+    let mut form = vec![
+      ("grant_type", JWT_BEARER_GRANT.to_string()),
+      ("assertion", assertion),
+      ("resource", context.resource.clone()),
+    ];
+    if !scopes.is_empty() {
+      form.push(("scope", scopes.join(" ")));
+    }
+    let metadata = &context.metadata;
+    self
+      .grant(&metadata.token_endpoint, &metadata.issuer, client, form)
+      .await
+  }
+
+  /// SEP-990 §4: the user's identity assertion for an ID-JAG, by token exchange (RFC 8693)
+  /// at the enterprise IdP; audience the MCP server's authorization server.
+  async fn identity_assertion_grant(
+    &self,
+    idp: &IdpSettings,
+    context: &Context,
+    scopes: &[String],
+  ) -> Result<String, CoreError> {
+    let failed = |why: String| {
+      oauth(
+        Step::Token,
+        format!("token exchange at the identity provider failed: {why}"),
+      )
+    };
+    let (endpoint, issuer, supported) = self.idp_token_endpoint(idp).await?;
+    let subject = idp
+      .assertion
+      .read(
+        "the identity assertion",
+        self.host.as_ref(),
+        now_ms() / 1000,
+      )
+      .await
+      .map_err(|why| oauth(Step::Token, why))?;
+    let mut form = vec![
+      ("grant_type", TOKEN_EXCHANGE_GRANT.to_string()),
+      ("requested_token_type", ID_JAG_TOKEN_TYPE.to_string()),
+      ("audience", context.metadata.issuer.clone()),
+      ("resource", context.resource.clone()),
+      ("subject_token", subject),
+      ("subject_token_type", idp.assertion_type.urn().to_string()),
+    ];
+    if !scopes.is_empty() {
+      form.push(("scope", scopes.join(" ")));
+    }
+    let client = Client {
+      client_id: idp.client_id.clone(),
+      auth_method: credential::auth_method(None, idp.client_secret.is_some(), supported.as_deref()),
+      client_secret: idp.client_secret.clone(),
+      registered: false,
+      redirect_uri: None,
+    };
+    let answer = self
+      .post_token(&endpoint, &issuer, &client, form, None)
+      .await
+      .map_err(|f| failed(f.describe()))?;
+    match answer.issued_token_type.as_deref() {
+      Some(ID_JAG_TOKEN_TYPE) => Ok(answer.access_token),
+      Some(other) => Err(failed(format!("it issued a {other}, not an ID-JAG"))),
+      None => Err(failed("the answer names no issued_token_type".to_string())),
+    }
+  }
+
+  /// The IdP's token endpoint (with its issuer and client authentication methods): as
+  /// configured, else from its RFC 8414 / OpenID metadata.
+  async fn idp_token_endpoint(
+    &self,
+    idp: &IdpSettings,
+  ) -> Result<(String, String, Option<Vec<String>>), CoreError> {
+    let failed = |why: String| {
+      oauth(
+        Step::Metadata,
+        format!("identity provider metadata discovery failed: {why}"),
+      )
+    };
+    let (endpoint, issuer, supported) = match (&idp.token_endpoint, &idp.issuer) {
+      (Some(endpoint), issuer) => (
+        endpoint.clone(),
+        issuer.clone().unwrap_or_else(|| endpoint.clone()),
+        None,
+      ),
+      (None, Some(issuer)) => {
+        let url = Url::parse(issuer).map_err(|_| failed(format!("{issuer:?} is not a URL")))?;
+        let mut found = None;
+        for url in discovery::authorization_server_metadata_urls(&url) {
+          if let Ok(Some(metadata)) = self.get_json::<ServerMetadata>(&url).await {
+            found = Some((url, metadata));
+            break;
+          }
+        }
+        let Some((url, metadata)) = found else {
+          return Err(failed(format!("no metadata found for {issuer}")));
+        };
+        if metadata.issuer != *issuer {
+          return Err(failed(format!(
+            "the metadata at {url} names issuer {}, not {issuer}",
+            metadata.issuer
+          )));
+        }
+        (
+          metadata.token_endpoint,
+          issuer.clone(),
+          metadata.token_endpoint_auth_methods_supported,
+        )
+      }
+      (None, None) => {
+        return Err(failed(
+          "oauth.idp names no issuer or tokenEndpoint".to_string(),
+        ))
+      }
+    };
+    if !discovery::secure_endpoint(&endpoint) {
+      return Err(failed(format!("{endpoint} is not an https URL")));
+    }
+    Ok((endpoint, issuer, supported))
   }
 
   /// A metadata document: `Ok(None)` when the server has none there.

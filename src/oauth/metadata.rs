@@ -64,6 +64,9 @@ pub struct TokenResponse {
   pub expires_in: Option<f64>,
   pub refresh_token: Option<String>,
   pub scope: Option<String>,
+  /// RFC 8693 §2.2.1: what a token exchange issued.
+  #[serde(default)]
+  pub issued_token_type: Option<String>,
 }
 
 /// RFC 6749 §5.2 (and RFC 7591 §3.2.2 for registration).

@@ -15,8 +15,11 @@ pub mod metadata;
 pub mod pkce;
 pub mod provider;
 pub mod store;
+pub mod token_source;
 
 use futures::future::BoxFuture;
+
+pub use token_source::TokenSource;
 
 pub use crate::error::OAuthStep as Step;
 
@@ -28,6 +31,72 @@ pub enum Grant {
   AuthorizationCode,
   /// O5: machine-to-machine, with the client's own credentials.
   ClientCredentials,
+  /// SEP-1933 workload identity federation: the workload's own JWT, presented with the
+  /// RFC 7523 JWT-bearer grant; no user, no secret.
+  JwtBearer(TokenSource),
+  /// SEP-990 enterprise-managed authorization: the user's identity assertion is exchanged
+  /// at the enterprise IdP (RFC 8693) for an ID-JAG, presented with the JWT-bearer grant.
+  EnterpriseManaged(Box<IdpSettings>),
+}
+
+impl Grant {
+  /// A grant that needs no user agent.
+  pub fn is_machine(&self) -> bool {
+    !matches!(self, Grant::AuthorizationCode)
+  }
+
+  /// Presents an assertion with the RFC 7523 JWT-bearer grant.
+  pub fn is_jwt_bearer(&self) -> bool {
+    matches!(self, Grant::JwtBearer(_) | Grant::EnterpriseManaged(_))
+  }
+}
+
+/// RFC 7523 §2.1.
+pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// SEP-990: `config.oauth.idp`, the enterprise identity provider the user signed in with.
+#[derive(Clone, PartialEq)]
+pub struct IdpSettings {
+  /// Its issuer, for RFC 8414 / OpenID discovery of the token endpoint.
+  pub issuer: Option<String>,
+  /// Its token endpoint, when given (no discovery then).
+  pub token_endpoint: Option<String>,
+  /// The client's registration at the IdP.
+  pub client_id: String,
+  pub client_secret: Option<String>,
+  /// The identity assertion from single sign-on: an ID token or a SAML 2.0 assertion.
+  pub assertion: TokenSource,
+  pub assertion_type: AssertionType,
+}
+
+impl std::fmt::Debug for IdpSettings {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.debug_struct("IdpSettings")
+      .field("issuer", &self.issuer)
+      .field("token_endpoint", &self.token_endpoint)
+      .field("client_id", &self.client_id)
+      .field("client_secret", &redacted(&self.client_secret))
+      .field("assertion", &self.assertion)
+      .field("assertion_type", &self.assertion_type)
+      .finish()
+  }
+}
+
+/// RFC 8693 §3: what kind of token the identity assertion is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AssertionType {
+  #[default]
+  IdToken,
+  Saml2,
+}
+
+impl AssertionType {
+  pub fn urn(self) -> &'static str {
+    match self {
+      AssertionType::IdToken => "urn:ietf:params:oauth:token-type:id_token",
+      AssertionType::Saml2 => "urn:ietf:params:oauth:token-type:saml2",
+    }
+  }
 }
 
 /// `config.oauth`, the parts that are plain data (O1).
