@@ -166,6 +166,8 @@ describe("SEP-990 enterprise-managed authorization", () => {
     expect(error.code).toBe("OAUTH_TOKEN");
     expect(error.message).toBe("OAuth: token exchange at the identity provider failed: access_denied: policy does not allow this client for alice");
     expect(f.tokenRequests).toEqual([]);
+    // A configured token endpoint has no metadata to say otherwise: client_secret_basic.
+    expect(f.exchanges[0].authorization).toBe(`Basic ${Buffer.from("agent-at-idp:idp-secret").toString("base64")}`);
     const shown = JSON.stringify({ m: error.message, s: error.stack });
     for (const secret of ["idp-secret", "agent-secret", (options.idp.assertion as string).split(".")[1]]) expect(shown).not.toContain(secret);
   });
