@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { afterEach } from "vitest";
 import { fileURLToPath } from "node:url";
 import { startHttpFixture } from "./fixtures/http-server";
+import { startOAuthFixture, type OAuthFixtureOptions } from "./fixtures/oauth-server";
 
 const require = createRequire(import.meta.url);
 // The addon as the agent loads it: through the generated CommonJS loader.
@@ -108,4 +109,37 @@ export function httpTestScope() {
     return t;
   };
   return { fixture, connect, cleanup: (f: () => unknown) => cleanups.push(f) };
+}
+
+/**
+ * For an OAuth test file: `fixture` starts the authorization server (with its IdP) and the
+ * server it protects, `connect` an `MCPClient` to it; `cleanups` run after each test.
+ */
+export function oauthTestScope() {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    await Promise.all(cleanups.splice(0).map((f) => f()));
+  });
+  const fixture = async (options: OAuthFixtureOptions = {}) => {
+    const f = await startOAuthFixture(options);
+    cleanups.push(f.close);
+    return f;
+  };
+  const connect = async (config: Record<string, unknown>) => {
+    const client = await native.MCPClient.connect("oauth", { type: "http", ...config } as any);
+    cleanups.push(() => client.close());
+    return client;
+  };
+  return { fixture, connect, cleanups };
+}
+
+/** A token store of a test's own, so no credential leaks between tests. */
+export function memoryStore() {
+  const entries = new Map<string, unknown>();
+  return {
+    entries,
+    get: async (key: string) => entries.get(key) as any,
+    set: async (key: string, value: unknown) => void entries.set(key, value),
+    delete: async (key: string) => void entries.delete(key),
+  };
 }

@@ -4,36 +4,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { startOAuthFixture, type OAuthFixtureOptions } from "./fixtures/oauth-server";
-import { native } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { memoryStore, native, oauthTestScope } from "./helpers";
 
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
-
-async function fixture(options: OAuthFixtureOptions = {}) {
-  const f = await startOAuthFixture(options);
-  cleanups.push(f.close);
-  return f;
-}
-
-async function connect(config: Record<string, unknown>) {
-  const client = await native.MCPClient.connect("oauth", { type: "http", ...config } as any);
-  cleanups.push(() => client.close());
-  return client;
-}
-
-function memoryStore() {
-  const entries = new Map<string, unknown>();
-  return {
-    get: async (key: string) => entries.get(key) as any,
-    set: async (key: string, value: unknown) => void entries.set(key, value),
-    delete: async (key: string) => void entries.delete(key),
-  };
-}
+const { fixture, connect, cleanups } = oauthTestScope();
 
 function tokenFile(text: string) {
   const dir = mkdtempSync(join(tmpdir(), "mcp-wif-"));

@@ -5,37 +5,10 @@ import { promisify } from "node:util";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { startOAuthFixture, type OAuthFixtureOptions } from "./fixtures/oauth-server";
-import { native } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { memoryStore, native, oauthTestScope } from "./helpers";
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((f) => f()));
-});
-
-async function fixture(options: OAuthFixtureOptions = {}) {
-  const f = await startOAuthFixture(options);
-  cleanups.push(f.close);
-  return f;
-}
-
-async function connect(config: Record<string, unknown>) {
-  const client = await native.MCPClient.connect("oauth", { type: "http", ...config } as any);
-  cleanups.push(() => client.close());
-  return client;
-}
-
-/** A store of its own per test, so no credential leaks between tests. */
-function memoryStore() {
-  const entries = new Map<string, unknown>();
-  return {
-    entries,
-    get: async (key: string) => entries.get(key) as any,
-    set: async (key: string, value: unknown) => void entries.set(key, value),
-    delete: async (key: string) => void entries.delete(key),
-  };
-}
+const { fixture, connect, cleanups } = oauthTestScope();
 
 const whoami = async (client: any) => (await client.callTool("whoami", {})).content[0].text;
 
