@@ -1,6 +1,7 @@
 // SPEC-AGENT18 A8 (batches), A18 (JSON answers, a notify's stream), A19 (resumption failures),
 // A20 (when startSSEListener() settles, the listener's end) and A26 (connectToServer waits for
 // the listener; A40: v12 starts none), against real processes and 127.0.0.1 servers.
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { closingAfterEach, history, init, native, sleep, waitFor, httpTestScope } from "./helpers";
 
@@ -129,6 +130,30 @@ describe("A20 the GET listener", () => {
     expect(f.getStreamCount()).toBe(1);
     await t.request("get/push", { message: { jsonrpc: "2.0", method: "notifications/tools/list_changed" } });
     expect(await waitFor(() => seen.length === 1)).toBe(true);
+  });
+
+  it("A20/§0: a script awaiting startSSEListener() lives until the GET is answered; the open stream then keeps nothing alive", async () => {
+    const f = await fixture({ get: "stream", getDelay: 300 });
+    const script = [
+      `const { createHttpTransport } = require(${JSON.stringify(fileURLToPath(new URL("../index.js", import.meta.url)))});`,
+      "(async () => {",
+      `  const t = await createHttpTransport({ type: "http", url: ${JSON.stringify(f.url)} });`,
+      `  await t.request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "s", version: "1" } });`,
+      "  const started = Date.now();",
+      "  await t.startSSEListener();",
+      "  console.log(`answered after ${Date.now() - started} ms`);",
+      "})();",
+    ].join("\n");
+    const { execFile } = await import("node:child_process");
+    const started = performance.now();
+    const run = await new Promise<{ code: number | null; stdout: string }>((resolve) =>
+      execFile(process.execPath, ["-e", script], { timeout: 10_000 }, (error, stdout) => resolve({ code: error ? (error as any).code ?? null : 0, stdout })),
+    );
+    // The answer came (without the GET keeping the host alive the script ended before it),
+    // then the script ended with the stream still open.
+    expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/^answered after \d+ ms\n$/) });
+    expect(Number(run.stdout.match(/\d+/)![0])).toBeGreaterThanOrEqual(250);
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it("A20: one listener per transport: another startSSEListener() while it runs opens no second GET", async () => {

@@ -18,6 +18,24 @@ async function fixture(options: Parameters<typeof startHttpFixture>[0] = {}) {
 }
 
 describe("the GET listener on Bun", () => {
+  it("A20/§0: a Bun script awaiting startSSEListener() lives until the GET is answered, then ends with the stream open", async () => {
+    const f = await fixture({ get: "stream", getDelay: 300 });
+    const script = `
+      const { createHttpTransport } = require(${JSON.stringify(require.resolve("../.."))});
+      const t = await createHttpTransport({ type: "http", url: ${JSON.stringify(f.url)} });
+      await t.request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "s", version: "1" } });
+      const started = Date.now();
+      await t.startSSEListener();
+      console.log("answered after " + (Date.now() - started) + " ms");`;
+    const started = Date.now();
+    const proc = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "inherit" });
+    const code = await proc.exited;
+    const out = await new Response(proc.stdout).text();
+    expect({ code, out }).toMatchObject({ code: 0, out: expect.stringMatching(/^answered after \d+ ms\n$/) });
+    expect(Number(out.match(/\d+/)![0])).toBeGreaterThanOrEqual(250);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it("A20: startSSEListener() resolves once the GET is answered; the stream's end fires onClose, connected stays true", async () => {
     const f = await fixture({ get: "stream" });
     const t = await native.createHttpTransport({ type: "http", url: f.url });

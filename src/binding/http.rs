@@ -184,10 +184,12 @@ impl JsHttpTransport {
     let input = self.side.borrow().timeout_input;
     let timeout = super::timeout_resolver::resolve(js, input)?;
     let (deferred, promise) = js.create_promise()?;
-    // A listener alone does not keep the host alive (§0).
-    let ticket = session.track(crate::session::Hooks::background(
+    // Until the GET is answered (at most the wait above) a caller awaits this, as it would
+    // a fetch: the host stays alive. The stream that follows does not keep it alive (§0).
+    let ticket = session.track(crate::session::Hooks::promise(
       super::request_hooks::of_deferred(deferred),
     ));
+    self.side.borrow_mut().update_keep_alive();
     if let Some(transport) = &self.transport {
       transport.start_listener(ticket, timeout);
     }
