@@ -55,15 +55,23 @@ export type MCPFailureClass =
 
 /** A45: what `new MCPTransportError(options)` takes: where the failure happened and whether a retry is safe. */
 export interface MCPTransportErrorOptions {
+  /** The transport that failed: `"http"`, `"stdio"` or `"unknown"`. */
   transport: MCPTransportKind;
+  /** How far the operation got: connect, send, receive, decode or protocol. */
   stage: MCPFailureStage;
+  /** The failure class (`timeout`, `http_status`, `json_rpc`, …). */
   failure: MCPFailureClass;
   /** Bounded to 1 000 characters, credentials redacted, by the constructor. */
   message: string;
+  /** Whether sending again is safe (never once a server accepted the request). */
   retryable: boolean;
+  /** The JSON-RPC error code, HTTP status or system error code, when there is one. */
   code?: string | number;
+  /** The JSON-RPC error's `data`, as text. */
   data?: string;
+  /** A trace id the server sent with the failure, for its logs. */
   traceId?: string;
+  /** The underlying error (`Error.cause`). */
   cause?: unknown;
 }
 
@@ -108,12 +116,17 @@ export declare class LegacySseConnectionTimeoutError extends MCPTransportError {
 
 /** A2: the agent's credential reference for a server (`auth`): which stored OAuth credential to use, and how to refresh it. */
 export interface MCPAuthConfig {
+  /** `"oauth"`: a stored OAuth credential; `"apikey"`: a stored API key. */
   type: "oauth" | "apikey";
+  /** Which of the agent's stored credentials this server uses. */
   credentialId?: string;
   /** A2: what the agent keeps for refreshing the credential. */
   tokenUrl?: string;
+  /** The OAuth client the credential was issued to (for its refresh). */
   clientId?: string;
+  /** That client's secret, when it has one (never logged). */
   clientSecret?: string;
+  /** The RFC 8707 resource the credential is for. */
   resource?: string;
 }
 
@@ -127,6 +140,7 @@ interface MCPServerConfigBase {
   timeout?: number;
   /** Largest single incoming message in bytes (default 64 MiB). */
   maxMessageBytes?: number;
+  /** A2: the agent's credential reference for this server (the agent resolves it). */
   auth?: MCPAuthConfig;
   /** A7: `"string"` sends unique 16-character lowercase hex ids instead of 1, 2, 3… */
   requestIdFormat?: MCPRequestIdFormat;
@@ -145,14 +159,19 @@ interface MCPServerConfigBase {
 
 /** A server run as a child process that speaks JSON-RPC lines on its stdin and stdout (`type` may be left out). */
 export interface MCPStdioServerConfig extends MCPServerConfigBase {
+  /** `"stdio"`, or left out. */
   type?: "stdio";
+  /** The program to run, found on `PATH` (on Windows with `PATHEXT`, `.cmd` shims too). */
   command: string;
+  /** Its arguments, passed as they are (no shell). */
   args?: string[];
+  /** Variables overlaid on the host's environment (`process.env`). */
   env?: Record<string, string>;
   /** A2/A37: `literal`: env values are data, used verbatim (no lookups, empties kept). */
   envPolicy?: "literal";
   /** A37: these env keys are data, kept verbatim, whatever the policy. */
   envLiteralKeys?: string[];
+  /** Its working directory (default: the host's). */
   cwd?: string;
 }
 
@@ -204,8 +223,11 @@ export interface StdioTerminableProcess {
 
 /** A Streamable HTTP server (`type: "http"`); with `oauth`, signed in to with OAuth 2.1 when it asks. */
 export interface MCPHttpServerConfig extends MCPServerConfigBase {
+  /** `"http"`: Streamable HTTP. */
   type: "http";
+  /** The server's endpoint; credentials in it are never shown in a message. */
   url: string;
+  /** Sent with every request, to the URL's origin only. */
   headers?: Record<string, string>;
   /** A2/A24: configured headers are data pinned to the URL's origin: never expanded, never
    * sent to another origin, and generated headers win over them whatever their case;
@@ -214,6 +236,7 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
   /** H10: CA certificates this server's TLS certificate may chain to, besides the system's
    * roots and `NODE_EXTRA_CA_CERTS`: PEM text, a PEM file's path, or several of those. */
   ca?: string | string[];
+  /** P2: how a broken stream is resumed (default 2 resumptions). */
   reconnect?: MCPStreamResumption;
   /** O1: the `oauth` flow, with the TS SDK's provider keeping the credential and sending the
    * user agent (two steps: `UnauthorizedError`, then `transport.finishAuth(callbackUrl)`). */
@@ -222,13 +245,17 @@ export interface MCPHttpServerConfig extends MCPServerConfigBase {
 
 /** A server configured as `type: "sse"`: Streamable HTTP first, the legacy 2024-11-05 HTTP+SSE protocol when that is all it speaks. */
 export interface MCPSseServerConfig extends MCPServerConfigBase {
+  /** `"sse"`: Streamable HTTP, else the legacy HTTP+SSE protocol. */
   type: "sse";
+  /** The server's endpoint (for a legacy server, its event-stream URL). */
   url: string;
+  /** Sent with every request, to the URL's origin only. */
   headers?: Record<string, string>;
   /** A2/A24: see `MCPHttpServerConfig.headerPolicy`. */
   headerPolicy?: "origin-locked";
   /** H10: see `MCPHttpServerConfig.ca`. */
   ca?: string | string[];
+  /** P2: how a broken stream is resumed (default 2 resumptions). */
   reconnect?: MCPStreamResumption;
   /** O1: the `oauth` flow, with the TS SDK's provider keeping the credential and sending the
    * user agent (two steps: `UnauthorizedError`, then `transport.finishAuth(callbackUrl)`). */
@@ -252,6 +279,7 @@ export interface MCPOAuthOptions {
   redirectUri?: string;
   /** A pre-registered client (used before any other identity). */
   clientId?: string;
+  /** The pre-registered client's secret, presented only to its authorization server (`issuer`). */
   clientSecret?: string;
   /** The authorization server (its issuer identifier) `clientSecret` belongs to; the secret
    * is presented to no other. Unset, it belongs to the first one it is used with. */
@@ -287,7 +315,9 @@ export interface MCPOAuthOptions {
   /** A42: the agent's own flow's loopback callback port and path, and the `prompt` of its
    * authorization request (default "consent"). mcp-native's flow does not use them. */
   callbackPort?: number;
+  /** A42: see `callbackPort`. */
   callbackPath?: string;
+  /** A42: see `callbackPort`. */
   prompt?: string;
 }
 
@@ -311,6 +341,7 @@ export interface MCPIdentityProviderOptions {
   tokenEndpoint?: string;
   /** The client's registration at the IdP; the secret is sent only to the IdP. */
   clientId: string;
+  /** Its secret at the IdP, when it has one; sent to the IdP's token endpoint only. */
   clientSecret?: string;
   /** The identity assertion from single sign-on: the user's ID token (or a SAML 2.0
    * assertion), or a function that returns a current one. */
@@ -351,8 +382,11 @@ export interface MCPOAuthTokens {
 
 /** O3: what keeps OAuth credentials. Methods may return promises. */
 export interface MCPTokenStore {
+  /** The credential kept under `key` (the server's canonical URL), or `undefined`. */
   get(key: string): Promise<MCPStoredCredential | undefined> | MCPStoredCredential | undefined;
+  /** Keeps `credential` under `key`, replacing what was there. */
   set(key: string, credential: MCPStoredCredential): Promise<void> | void;
+  /** Forgets what is kept under `key`. */
   delete(key: string): Promise<void> | void;
 }
 
@@ -717,9 +751,11 @@ export type MCPLoggingLevel = "debug" | "info" | "notice" | "warning" | "error" 
 /** `connectToServer`'s options: abort, OAuth, the server-request handlers, and the era and
  * what the client says of itself (C1, N1). */
 export interface MCPConnectOptions extends MCPClientHandlers {
+  /** Aborts the connect (the server is then stopped); rejects with the signal's reason. */
   signal?: AbortSignal;
   /** O1: OAuth for an HTTP server whose config has no `oauth` of its own. */
   oauth?: MCPOAuthOptions;
+  /** What the client says of itself, and the era (C1, N1). */
   client?: {
     clientInfo?: MCPImplementation;
     /**
@@ -800,7 +836,9 @@ export interface MCPElicitResult {
 export interface MCPClientHandlers {
   /** `roots/list`; without it the cwd is offered as one `file://` root. */
   roots?: MCPRoot[] | (() => MCPRoot[] | Promise<MCPRoot[]>);
+  /** P5: answers `sampling/createMessage` (advertises `sampling`). */
   sampling?: (params: MCPCreateMessageParams, extra: MCPServerRequestExtra) => MCPCreateMessageResult | Promise<MCPCreateMessageResult>;
+  /** P5: answers `elicitation/create` (advertises `elicitation`; form fields with a `default` are filled). */
   elicitation?: (params: MCPElicitParams, extra: MCPServerRequestExtra) => MCPElicitResult | Promise<MCPElicitResult>;
   /** T11: every other server request (and `roots/list` when `roots` is not given). */
   onRequest?: (method: string, params: unknown, extra: MCPServerRequestExtra) => unknown;
@@ -808,6 +846,7 @@ export interface MCPClientHandlers {
 
 /** Per-call options: an abort signal, a timeout, progress, and whether progress resets the timeout. */
 export interface MCPRequestOptions {
+  /** Aborts the request: it rejects with the signal's reason and the server is sent `notifications/cancelled`. */
   signal?: AbortSignal;
   /** P4: the request carries `_meta.progressToken`; the server's progress notifications for
    * it come here (and to `onNotification`, as before). */
@@ -839,18 +878,25 @@ export interface MCPProgress {
 
 /** The transport interface (SPEC §2). Callbacks are plain assignable properties. */
 export interface MCPTransport {
+  /** Sends a request and resolves with its `result`; rejects with an `MCPTransportError`. */
   request<T = unknown>(
     method: string,
     params?: Record<string, unknown>,
     options?: MCPRequestOptions,
   ): Promise<T>;
+  /** Sends a notification; resolves once it is written (stdio) or accepted (HTTP). */
   notify(method: string, params?: Record<string, unknown>): Promise<void>;
+  /** Closes the transport; requests in flight reject, `onClose` fires once. */
   close(): Promise<void>;
   /** A2/A17: the negotiated version, sent by HTTP transports on every request after it. */
   setProtocolVersion?(version: string): void;
+  /** True from connect until closed or the server is gone. */
   readonly connected: boolean;
+  /** Called once when the transport closes, whoever closed it. */
   onClose?: () => void;
+  /** Errors that belong to no request (a bad line, a dropped stream). */
   onError?: (error: Error) => void;
+  /** Every notification the server sends. */
   onNotification?: (method: string, params: unknown) => void;
   /** A2/T11: answers the server's requests (`roots/list`, …). */
   onRequest?: (method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>;
@@ -869,10 +915,15 @@ export interface SourceMeta {
 
 /** A connected server: its transport, what it said in `initialize`, and its config and catalog. */
 export interface MCPServerConnection {
+  /** The server's name, as configured. */
   name: string;
+  /** The config it was connected with. */
   config: MCPServerConfig;
+  /** The connected transport. */
   transport: MCPTransport;
+  /** What the server says of itself (`initialize` or `server/discover`). */
   serverInfo: MCPImplementation;
+  /** What the server offers. */
   capabilities: MCPServerCapabilities;
   /** The protocol version in use: the one the server answered `initialize` with, or in the
    * stateless era the one `server/discover` (or the config) settled on. */
@@ -888,10 +939,13 @@ export interface MCPServerConnection {
   tools?: MCPToolDefinition[];
   /** A2/A27: filled by `listResources`, `listResourceTemplates` and `listPrompts`. */
   resources?: MCPResource[];
+  /** A27: filled by `listResourceTemplates`. */
   resourceTemplates?: MCPResourceTemplate[];
+  /** A27: filled by `listPrompts`. */
   prompts?: MCPPrompt[];
   /** P5: sends `notifications/roots/list_changed` (set by `connectToServer`). */
   notifyRootsChanged?: () => Promise<void>;
+  /** Where the manager found this server's config. */
   _source?: SourceMeta;
 }
 
@@ -922,12 +976,15 @@ export interface MCPTool {
 
 /** Any store of tool lists per server (the agent passes its SQLite-backed one). */
 export interface MCPToolCache {
+  /** The tools kept for this server and config, or `null`. */
   get(serverName: string, config: MCPServerConfig): Promise<MCPToolDefinition[] | null>;
+  /** Keeps the tools a connected server listed. */
   set(serverName: string, config: MCPServerConfig, tools: MCPToolDefinition[]): Promise<void>;
   /** N2: for servers connected with `protocolVersion: "auto"`, the era verdict kept beside
    * the tools (`"handshake"` or a stateless protocol version), so a later process connects
    * without probing. Optional: without them the verdict lasts for the process. */
   getEra?(serverName: string, config: MCPServerConfig): Promise<string | null>;
+  /** N2: keeps the era verdict beside the tools. */
   setEra?(serverName: string, config: MCPServerConfig, era: string): Promise<void>;
 }
 
@@ -937,7 +994,9 @@ export type MCPReconnect = (options?: { authChallenge?: MCPAuthChallenge }) => P
 
 /** M5: how `MCPManager` turns a server's tool definitions into tool objects: live ones for a connected server, deferred ones from the cache. */
 export interface MCPToolFactory<TTool> {
+  /** Tool objects for a connected server's tools. */
   live(connection: MCPServerConnection, tools: MCPToolDefinition[], reconnect?: MCPReconnect): TTool[];
+  /** Tool objects from the cache for a server still connecting; `getConnection` waits for it. */
   deferred(
     serverName: string,
     tools: MCPToolDefinition[],
@@ -958,9 +1017,13 @@ export interface MCPLoadResult<TTool = MCPTool> {
 
 /** Where `MCPManager` logs (each method optional; the agent's logger fits). */
 export interface MCPLogger {
+  /** Reconnect attempts and other details. */
   debug?: (message: string, context?: Record<string, unknown>) => void;
+  /** Servers connected, reconnected. */
   info?: (message: string, context?: Record<string, unknown>) => void;
+  /** Late failures, cache write errors. */
   warn?: (message: string, context?: Record<string, unknown>) => void;
+  /** Connect failures. */
   error?: (message: string, context?: Record<string, unknown>) => void;
 }
 
@@ -986,6 +1049,7 @@ export type MCPAuthHandler = (serverName: string, challenge: MCPAuthChallenge) =
 
 /** `discoverAndConnect`'s options; unknown fields are passed through to `loadConfigs`. */
 export interface MCPDiscoverOptions {
+  /** M9: this discovery's config loader (else the constructor's, else `<cwd>/.mcp.json`). */
   loadConfigs?: (cwd: string, options: MCPDiscoverOptions) => Promise<MCPLoadedConfigs>;
   /** M1: the names being connected (both compat modes). */
   onConnecting?: (serverNames: string[]) => void;
@@ -993,7 +1057,9 @@ export interface MCPDiscoverOptions {
   onStatus?: (event: McpConnectionStatusEvent) => void;
   /** A30: passed to `loadConfigs`. */
   filterBrowser?: boolean;
+  /** A30: passed to `loadConfigs`: whether project configs count. */
   enableProjectConfig?: boolean;
+  /** A30: passed to `loadConfigs`: whether Exa servers are left out (their keys returned). */
   filterExa?: boolean;
   /** A58: this discovery's startup window (else the constructor's); in v18, 0 waits for every server. */
   startupTimeoutMs?: number;
@@ -1035,7 +1101,9 @@ export interface MCPManagerOptions<TTool = MCPTool> extends MCPClientHandlers {
   oauth?: (serverName: string, config: MCPHttpServerConfig | MCPSseServerConfig) => MCPOAuthOptions | undefined;
   /** M4: how long `connectServers` waits before using cached tool lists (default 250). */
   startupTimeoutMs?: number;
+  /** Where the manager logs (default: nowhere). */
   logger?: MCPLogger;
+  /** M5: builds the tool objects (default: `MCPTool`s). */
   toolFactory?: MCPToolFactory<TTool>;
   /** A38: each function given replaces ours, read at each call (spies see every call);
    * `options.connect` still wins over `connectToServer`. */
