@@ -1,6 +1,7 @@
 // One measurement: `worker.mjs <contender> <workload> <json settings>` prints one JSON line.
 // Runs under Node or Bun; each (contender, workload, round) gets a fresh process.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 
@@ -52,23 +53,46 @@ async function startHttpServer(sse) {
   return { url: `http://127.0.0.1:${line.split(" ")[1]}/mcp`, stop: () => child.kill() };
 }
 
+/**
+ * CPU time spent so far, in µs: the JS thread's (Linux: its schedstat, read from the JS
+ * thread itself; NaN elsewhere) and the whole process's (`process.cpuUsage()`: the JS
+ * thread, the runtime's and the addon's threads; the server is another process).
+ */
+function cpuNow() {
+  let thread = NaN;
+  try {
+    thread = Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1000;
+  } catch {}
+  const usage = process.cpuUsage();
+  return { thread, process: usage.user + usage.system };
+}
+
+/** CPU per unit of work since `before`: `js_cpu_us` (the JS thread), `cpu_us` (the process). */
+function cpuPer(before, count) {
+  const after = cpuNow();
+  return { js_cpu_us: (after.thread - before.thread) / count, cpu_us: (after.process - before.process) / count };
+}
+
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 async function sequential(client, count) {
   for (let i = 0; i < settings.warmup; i++) await client.call("echo", { text: "warm" });
   const latencies = [];
+  const cpu = cpuNow();
   for (let i = 0; i < count; i++) {
     const t = now();
     await client.call("echo", { text: "hello" });
     latencies.push((now() - t) * 1000);
   }
+  const perCall = cpuPer(cpu, count);
   latencies.sort((a, b) => a - b);
-  return { p50_us: percentile(latencies, 50), p99_us: percentile(latencies, 99) };
+  return { p50_us: percentile(latencies, 50), p99_us: percentile(latencies, 99), ...perCall };
 }
 
 async function concurrent(client, total, inFlight) {
   for (let i = 0; i < settings.warmup; i++) await client.call("echo", { text: "warm" });
   let started = 0;
+  const cpu = cpuNow();
   const t = now();
   const lane = async () => {
     while (started < total) {
@@ -77,7 +101,7 @@ async function concurrent(client, total, inFlight) {
     }
   };
   await Promise.all(Array.from({ length: inFlight }, lane));
-  return { calls_per_s: total / ((now() - t) / 1000) };
+  return { calls_per_s: total / ((now() - t) / 1000), ...cpuPer(cpu, total) };
 }
 
 async function big(client, bytes, calls) {
@@ -109,12 +133,14 @@ async function notifications(client, count) {
   await client.call("notify", { count: 100 });
   received = 0;
   const delay = loopDelay();
+  const cpu = cpuNow();
   const t = now();
   await client.call("notify", { count });
   const seconds = (now() - t) / 1000;
+  const perNotification = cpuPer(cpu, count);
   const loop = delay.stop();
   if (received !== count) throw new Error(`received ${received} of ${count} notifications`);
-  return { notifications_per_s: count / seconds, loop_max_ms: loop.max, loop_open_ms: loop.open, loop_probe: delay.method };
+  return { notifications_per_s: count / seconds, loop_max_ms: loop.max, loop_open_ms: loop.open, loop_probe: delay.method, ...perNotification };
 }
 
 let httpServer;
