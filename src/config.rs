@@ -160,7 +160,7 @@ fn trust<H: Values>(host: &H, config: &H::Value) -> ConfigResult<crate::http_cli
     .collect::<ConfigResult<Vec<String>>>()?;
   Ok(crate::http_client::Trust {
     ca,
-    insecure: false,
+    ..Default::default()
   })
 }
 

@@ -6,13 +6,80 @@ use std::sync::OnceLock;
 
 use reqwest::Certificate;
 
-/// What one client trusts beyond the system's roots and `NODE_EXTRA_CA_CERTS`.
+/// What one client trusts beyond the system's roots and `NODE_EXTRA_CA_CERTS`, and the
+/// proxy variables it goes by.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trust {
   /// A server's own CA certificates, as PEM text.
   pub ca: Vec<String>,
   /// `NODE_TLS_REJECT_UNAUTHORIZED=0` in the calling runtime: certificates go unchecked.
   pub insecure: bool,
+  /// The proxy variables as the calling runtime's `process.env` has them (Bun keeps its
+  /// own apart from the C environment reqwest reads); `None`: the C environment's.
+  pub proxies: Option<ProxyVars>,
+}
+
+/// The variables the proxy rules read (`REQUEST_METHOD`: a CGI process reads none).
+pub const PROXY_VARIABLES: [&str; 9] = [
+  "HTTP_PROXY",
+  "http_proxy",
+  "HTTPS_PROXY",
+  "https_proxy",
+  "ALL_PROXY",
+  "all_proxy",
+  "NO_PROXY",
+  "no_proxy",
+  "REQUEST_METHOD",
+];
+
+/// Values of `PROXY_VARIABLES` that are set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProxyVars(pub Vec<(String, String)>);
+
+impl ProxyVars {
+  /// The first of `names` set to something.
+  fn first(&self, names: &[&str]) -> Option<&str> {
+    names.iter().find_map(|name| {
+      self
+        .0
+        .iter()
+        .find(|(key, value)| key == name && !value.is_empty())
+        .map(|(_, value)| value.as_str())
+    })
+  }
+}
+
+/// H10: the proxy rules of the environment (as reqwest applies them to the C environment):
+/// `NO_PROXY` first, then the scheme's own variable, then `ALL_PROXY`; uppercase before
+/// lowercase. With none of the proxy variables set, reqwest's own choice stands (the
+/// system's settings on macOS and Windows).
+fn with_proxies(
+  builder: reqwest::ClientBuilder,
+  vars: &ProxyVars,
+) -> Result<reqwest::ClientBuilder, String> {
+  let http = vars.first(&["HTTP_PROXY", "http_proxy"]);
+  let https = vars.first(&["HTTPS_PROXY", "https_proxy"]);
+  let all = vars.first(&["ALL_PROXY", "all_proxy"]);
+  if http.is_none() && https.is_none() && all.is_none() {
+    return Ok(builder);
+  }
+  let mut builder = builder.no_proxy();
+  if vars.first(&["REQUEST_METHOD"]).is_some() {
+    return Ok(builder);
+  }
+  let no = vars
+    .first(&["NO_PROXY", "no_proxy"])
+    .and_then(reqwest::NoProxy::from_string);
+  let invalid = |name: &str| format!("the {name} proxy URL is not valid");
+  if let Some(url) = http.or(all) {
+    let proxy = reqwest::Proxy::http(url).map_err(|_| invalid("HTTP_PROXY"))?;
+    builder = builder.proxy(proxy.no_proxy(no.clone()));
+  }
+  if let Some(url) = https.or(all) {
+    let proxy = reqwest::Proxy::https(url).map_err(|_| invalid("HTTPS_PROXY"))?;
+    builder = builder.proxy(proxy.no_proxy(no));
+  }
+  Ok(builder)
 }
 
 /// Node's warning, once per process, when `NODE_TLS_REJECT_UNAUTHORIZED` turns checks off.
@@ -93,7 +160,10 @@ pub fn builder_trusting(trust: &Trust) -> Result<reqwest::ClientBuilder, String>
   if trust.insecure {
     builder = builder.tls_danger_accept_invalid_certs(true);
   }
-  Ok(builder)
+  match &trust.proxies {
+    Some(vars) => with_proxies(builder, vars),
+    None => Ok(builder),
+  }
 }
 
 /// H10: a client builder trusting the system's roots and `NODE_EXTRA_CA_CERTS`.
@@ -122,12 +192,40 @@ mod tests {
     assert!(!is_pem("/etc/ssl/ca.pem"));
     let refused = builder_trusting(&Trust {
       ca: vec!["-----BEGIN NOTHING-----".into()],
-      insecure: false,
+      ..Trust::default()
     });
     assert!(refused.is_err());
     assert_eq!(
       ignored_extra_certs("/x.pem", "No such file or directory (os error 2)"),
       "Warning: Ignoring extra certs from `/x.pem`, load failed: No such file or directory (os error 2)"
+    );
+  }
+
+  #[test]
+  fn h10_proxy_variables_uppercase_first_and_set_ones_only() {
+    let vars = ProxyVars(vec![
+      ("http_proxy".into(), "http://lower".into()),
+      ("HTTP_PROXY".into(), "http://upper".into()),
+      ("NO_PROXY".into(), String::new()),
+      ("no_proxy".into(), "example.com".into()),
+    ]);
+    assert_eq!(
+      vars.first(&["HTTP_PROXY", "http_proxy"]),
+      Some("http://upper")
+    );
+    assert_eq!(vars.first(&["NO_PROXY", "no_proxy"]), Some("example.com"));
+    assert_eq!(vars.first(&["ALL_PROXY", "all_proxy"]), None);
+    let cgi = ProxyVars(vec![
+      ("HTTP_PROXY".into(), "http://upper".into()),
+      ("REQUEST_METHOD".into(), "GET".into()),
+    ]);
+    assert!(with_proxies(reqwest::Client::builder(), &cgi).is_ok());
+    let bad = ProxyVars(vec![("HTTPS_PROXY".into(), "not a url with spaces".into())]);
+    assert_eq!(
+      with_proxies(reqwest::Client::builder(), &bad)
+        .err()
+        .as_deref(),
+      Some("the HTTPS_PROXY proxy URL is not valid")
     );
   }
 }

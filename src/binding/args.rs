@@ -34,6 +34,15 @@ pub fn env_var(js: Js, name: &str) -> Option<String> {
   js.get(env, name).ok().and_then(|v| js.rust_string(v))
 }
 
+/// H10: the proxy variables as the calling runtime has them now.
+pub fn proxy_vars(js: Js) -> crate::http_client::ProxyVars {
+  let vars = crate::http_client::PROXY_VARIABLES
+    .iter()
+    .filter_map(|name| Some((name.to_string(), env_var(js, name)?)))
+    .collect();
+  crate::http_client::ProxyVars(vars)
+}
+
 /// H10: `NODE_TLS_REJECT_UNAUTHORIZED` as the calling runtime has it now: `"0"` turns
 /// certificate checks off, with Node's warning once per process (`process.emitWarning`).
 pub fn tls_insecure(js: Js) -> bool {

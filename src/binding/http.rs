@@ -32,6 +32,7 @@ impl StartableClass for JsHttpTransport {
     let mut config = crate::config::http_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     config.trust.insecure = super::args::tls_insecure(js);
+    config.trust.proxies = Some(super::args::proxy_vars(js));
     let side = JsSide::new(
       js.env,
       super::pump::deliver,

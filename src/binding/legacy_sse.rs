@@ -36,6 +36,7 @@ impl JsLegacySseTransport {
     let mut config = crate::config::legacy_sse_config(&host, &host.hold(config))
       .map_err(|message| Thrown(js_error::type_error(js, &message)))?;
     config.trust.insecure = super::args::tls_insecure(js);
+    config.trust.proxies = Some(super::args::proxy_vars(js));
     let side = JsSide::new(
       js.env,
       super::pump::deliver,
