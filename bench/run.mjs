@@ -4,9 +4,11 @@
 // second raw run as an A/A noise control), under Node and Bun, in fresh worker processes,
 // rounds interleaved in a shuffled order. Ratios are computed per round, then the median.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeCa } from "../__test__/fixtures/tls-ca.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const argv = process.argv.slice(2);
@@ -31,6 +33,12 @@ const settings = quick
 console.error("building the bench server (cargo build --release -p mcp-native-bench-server)…");
 execFileSync("cargo", ["build", "--release", "--quiet", "-p", "mcp-native-bench-server"], { cwd: root, stdio: "inherit" });
 settings.server = `${root}target/release/bench-server`;
+// The TLS workloads' test CA and the 127.0.0.1 certificate it signed (openssl CLI). Ours
+// trusts the CA through its `ca` option; every worker of a TLS workload also gets it as
+// NODE_EXTRA_CA_CERTS, which is how Node's and Bun's fetch (raw, raw-bun) can trust it.
+const ca = makeCa();
+settings.tls = { cert: join(ca.dir, "leaf.pem"), key: join(ca.dir, "leaf.key"), ca: ca.caPath };
+process.on("exit", () => rmSync(ca.dir, { recursive: true, force: true }));
 
 const bun = `${root}node_modules/.bin/bun`;
 const haveBun = existsSync(bun);
@@ -43,19 +51,24 @@ const httpWorkloads = ["http-json-seq", "http-json-conc", "http-sse-seq", "http-
 // so ours is held to its own handshake-era calls carrying the same (the `padded` workloads).
 const statelessWorkloads = ["http-2026-seq", "http-2026-conc"];
 const paddedWorkloads = ["http-padded-seq", "http-padded-conc"];
-const nativeWorkloads = [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...paddedWorkloads];
+// Over TLS on 127.0.0.1: the first answer (handshake + initialize), seq and conc, against a
+// server offering HTTP/1.1 only (`https-*`) and one offering HTTP/2 as well (`h2-*`: ours
+// negotiates it; Node's and Bun's fetch stay on HTTP/1.1).
+const tlsWorkloads = ["https-init", "https-seq", "https-conc", "h2-init", "h2-seq", "h2-conc"];
+const isTls = (workload) => workload.startsWith("https-") || workload.startsWith("h2-");
+const nativeWorkloads = [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...paddedWorkloads, ...tlsWorkloads];
 const baseEnv = baseline ? { MCP_NATIVE_BENCH_ADDON: baseline } : undefined;
 const contenders = [
   { name: "native", runtime: process.execPath, workloads: nativeWorkloads },
   ...(baseline ? [{ name: "native-base", runtime: process.execPath, workloads: nativeWorkloads, env: baseEnv }] : []),
   { name: "sdk", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
-  { name: "raw", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
-  { name: "raw-aa", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads] },
+  { name: "raw", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...tlsWorkloads] },
+  { name: "raw-aa", runtime: process.execPath, workloads: [...stdioWorkloads, ...httpWorkloads, ...tlsWorkloads] },
   ...(haveBun
     ? [
         { name: "native-bun", runtime: bun, workloads: nativeWorkloads },
         ...(baseline ? [{ name: "native-base-bun", runtime: bun, workloads: nativeWorkloads, env: baseEnv }] : []),
-        { name: "raw-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads] },
+        { name: "raw-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...tlsWorkloads] },
       ]
     : []),
 ].filter((c) => !onlyContenders || onlyContenders.has(c.name));
@@ -64,7 +77,7 @@ function runWorker(contender, workload) {
   return new Promise((resolve) => {
     const args = [`${root}bench/worker.mjs`, contender.name, workload, JSON.stringify(settings)];
     // NODE_NO_WARNINGS: the SDK's HTTP client leaks abort listeners (MaxListenersExceededWarning).
-    const env = { ...process.env, NODE_NO_WARNINGS: "1", ...contender.env };
+    const env = { ...process.env, NODE_NO_WARNINGS: "1", ...contender.env, ...(isTls(workload) && { NODE_EXTRA_CA_CERTS: settings.tls.ca }) };
     const child = spawn(contender.runtime, args, { stdio: ["ignore", "pipe", "inherit"], cwd: root, env });
     let text = "";
     child.stdout.on("data", (d) => (text += d));
@@ -152,6 +165,12 @@ const metrics = [
   ["HTTP 2026-07-28 conc", "http-2026-conc", "calls_per_s", "calls/s", "higher"],
   ["HTTP handshake + 2026 bytes seq p50", "http-padded-seq", "p50_us", "µs", "lower"],
   ["HTTP handshake + 2026 bytes conc", "http-padded-conc", "calls_per_s", "calls/s", "higher"],
+  ["HTTPS first answer (TLS + initialize)", "https-init", "ms", "ms", "lower"],
+  ["HTTPS seq p50", "https-seq", "p50_us", "µs", "lower"],
+  ["HTTPS conc", "https-conc", "calls_per_s", "calls/s", "higher"],
+  ["HTTPS, server offers HTTP/2: first answer", "h2-init", "ms", "ms", "lower"],
+  ["HTTPS, server offers HTTP/2: seq p50", "h2-seq", "p50_us", "µs", "lower"],
+  ["HTTPS, server offers HTTP/2: conc", "h2-conc", "calls_per_s", "calls/s", "higher"],
 ];
 
 // [label, a, b, workload, field, op, bound]
@@ -172,6 +191,9 @@ const targets = [
   ["HTTP JSON calls/s ≥ 2× sdk", "native", "sdk", "http-json-conc", "calls_per_s", ">=", 2.0],
   ["HTTP SSE calls/s ≥ 2× sdk", "native", "sdk", "http-sse-conc", "calls_per_s", ">=", 2.0],
   ["RSS growth (10 MiB) ≤ raw's", "native", "raw", "big-10m", "rss_growth_mb", "<=", 1.0],
+  ["HTTPS first answer ≤ 1.0× raw", "native", "raw", "https-init", "ms", "<=", 1.0],
+  ["HTTPS conc ≥ 1.2× raw", "native", "raw", "https-conc", "calls_per_s", ">=", 1.2],
+  ["HTTPS (HTTP/2 offered) conc ≥ 1.2× raw", "native", "raw", "h2-conc", "calls_per_s", ">=", 1.2],
   ...(haveBun
     ? [
         ["Bun: seq p50 ≤ 1.0× raw-bun", "native-bun", "raw-bun", "seq", "p50_us", "<=", 1.0],
@@ -186,6 +208,9 @@ const targets = [
         ["Bun: fast server: conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "fast-conc", "calls_per_s", ">=", 1.2],
         ["Bun: fast server: notifications loop delay ≤ 1.0× raw-bun", "native-bun", "raw-bun", "fast-notif", "loop_max_ms", "<=", 1.0],
         ["Bun: RSS growth (10 MiB) ≤ raw-bun's", "native-bun", "raw-bun", "big-10m", "rss_growth_mb", "<=", 1.0],
+        ["Bun: HTTPS first answer ≤ 1.0× raw-bun", "native-bun", "raw-bun", "https-init", "ms", "<=", 1.0],
+        ["Bun: HTTPS conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "https-conc", "calls_per_s", ">=", 1.2],
+        ["Bun: HTTPS (HTTP/2 offered) conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "h2-conc", "calls_per_s", ">=", 1.2],
       ]
     : []),
 ];

@@ -47,10 +47,13 @@ function loopDelay() {
   };
 }
 
-async function startHttpServer(sse) {
-  const child = spawn(settings.server, ["http", ...(sse ? ["--sse"] : [])], { stdio: ["ignore", "pipe", "inherit"] });
+/** The bench server over HTTP; `tls`: over https with the run's test certificate, HTTP/2
+ * offered too when `tls === "h2"`. */
+async function startHttpServer(sse, tls) {
+  const tlsArgs = tls ? ["--tls", settings.tls.cert, settings.tls.key, ...(tls === "h2" ? ["--h2"] : [])] : [];
+  const child = spawn(settings.server, ["http", ...(sse ? ["--sse"] : []), ...tlsArgs], { stdio: ["ignore", "pipe", "inherit"] });
   const [line] = await new Promise((resolve) => createInterface({ input: child.stdout }).once("line", (l) => resolve([l])));
-  return { url: `http://127.0.0.1:${line.split(" ")[1]}/mcp`, stop: () => child.kill() };
+  return { url: `${tls ? "https" : "http"}://127.0.0.1:${line.split(" ")[1]}/mcp`, stop: () => child.kill() };
 }
 
 /**
@@ -147,13 +150,24 @@ let httpServer;
 let result;
 const started = now();
 try {
-  if (workload.startsWith("http-")) httpServer = await startHttpServer(workload.startsWith("http-sse"));
+  // `https-*`: TLS, HTTP/1.1 only; `h2-*`: TLS, the server offering HTTP/2 too.
+  const tls = workload.startsWith("https-") ? "http1" : workload.startsWith("h2-") ? "h2" : undefined;
+  if (workload.startsWith("http-") || tls) httpServer = await startHttpServer(workload.startsWith("http-sse"), tls);
   const t = now();
   const serverArgs = fastServer ? ["stdio", "--spin"] : ["stdio"];
-  const client = await contender.open({ server: settings.server, serverArgs, url: httpServer?.url, stateless: workload.startsWith("http-2026"), padded: workload.startsWith("http-padded") });
+  const client = await contender.open({
+    server: settings.server,
+    serverArgs,
+    url: httpServer?.url,
+    ca: tls ? settings.tls.ca : undefined,
+    stateless: workload.startsWith("http-2026"),
+    padded: workload.startsWith("http-padded"),
+  });
   const initMs = now() - t;
   switch (kind) {
     case "init":
+    case "https-init":
+    case "h2-init":
       result = { ms: initMs };
       break;
     case "seq":
@@ -161,6 +175,8 @@ try {
     case "http-sse-seq":
     case "http-2026-seq":
     case "http-padded-seq":
+    case "https-seq":
+    case "h2-seq":
       result = await sequential(client, settings.seq);
       break;
     case "conc":
@@ -168,6 +184,8 @@ try {
     case "http-sse-conc":
     case "http-2026-conc":
     case "http-padded-conc":
+    case "https-conc":
+    case "h2-conc":
       result = await concurrent(client, settings.conc, settings.inFlight);
       break;
     case "big-1m":

@@ -2,9 +2,8 @@
 //! trust conventions of Node and Bun: the system's roots, plus the PEM file
 //! `NODE_EXTRA_CA_CERTS` names (read once per process), plus a server's own `ca`; and no
 //! certificate checks only when the calling runtime has `NODE_TLS_REJECT_UNAUTHORIZED=0`.
-use std::sync::OnceLock;
-
-use reqwest::Certificate;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What one client trusts beyond the system's roots and `NODE_EXTRA_CA_CERTS`, and the
 /// proxy variables it goes by.
@@ -97,9 +96,12 @@ fn ignored_extra_certs(file: &str, reason: &str) -> String {
   format!("Warning: Ignoring extra certs from `{file}`, load failed: {reason}")
 }
 
+/// A certificate, DER.
+type Der = rustls::pki_types::CertificateDer<'static>;
+
 /// `NODE_EXTRA_CA_CERTS`' certificates, read the first time a client is built.
-fn process_extra_certs() -> &'static [Certificate] {
-  static EXTRA: OnceLock<Vec<Certificate>> = OnceLock::new();
+fn process_extra_certs() -> &'static [Der] {
+  static EXTRA: OnceLock<Vec<Der>> = OnceLock::new();
   EXTRA.get_or_init(|| {
     let Some(file) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|f| !f.is_empty()) else {
       return Vec::new();
@@ -108,7 +110,7 @@ fn process_extra_certs() -> &'static [Certificate] {
     let certs = std::fs::read(&file)
       .map_err(|e| e.to_string())
       .and_then(|pem| pem_certificates(&pem))
-      .and_then(taken_as_roots);
+      .and_then(|certs| verifier(&certs).map(|_| certs));
     certs.unwrap_or_else(|reason| {
       eprintln!("{}", ignored_extra_certs(&file, &reason));
       Vec::new()
@@ -116,26 +118,12 @@ fn process_extra_certs() -> &'static [Certificate] {
   })
 }
 
-/// `certs`, if the platform's verifier takes them as extra roots. Wine's CryptoAPI refuses
-/// any (`E_INVALIDARG`), and a client that cannot be built fails plain http too; Node goes
-/// on without certificates it cannot load, and so do we.
-fn taken_as_roots(certs: Vec<Certificate>) -> Result<Vec<Certificate>, String> {
-  let probe = reqwest::Client::builder().tls_certs_merge(certs.iter().cloned());
-  match probe.build() {
-    Ok(_) => Ok(certs),
-    Err(error) => {
-      let mut cause: &dyn std::error::Error = &error;
-      while let Some(inner) = cause.source() {
-        cause = inner;
-      }
-      Err(cause.to_string())
-    }
-  }
-}
-
 /// The certificates of a PEM bundle; none at all is an error.
-fn pem_certificates(pem: &[u8]) -> Result<Vec<Certificate>, String> {
-  let certs = Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())?;
+fn pem_certificates(pem: &[u8]) -> Result<Vec<Der>, String> {
+  use rustls::pki_types::pem::PemObject;
+  let certs = Der::pem_slice_iter(pem)
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(|e| e.to_string())?;
   if certs.is_empty() {
     return Err("no certificate in the PEM text".to_string());
   }
@@ -147,19 +135,76 @@ pub fn is_pem(text: &str) -> bool {
   text.contains("-----BEGIN ")
 }
 
-/// H10: a client builder trusting what `trust` adds, with rustls's crypto provider (ring)
-/// installed once for the process first, as reqwest without a provider of its own requires.
+/// rustls's ring provider, installed once for the process as reqwest without a provider of
+/// its own requires (another part of the process may have installed one: that one stays).
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+  static PROVIDER: OnceLock<Arc<rustls::crypto::CryptoProvider>> = OnceLock::new();
+  PROVIDER
+    .get_or_init(|| {
+      let _ = rustls::crypto::ring::default_provider().install_default();
+      Arc::new(rustls::crypto::ring::default_provider())
+    })
+    .clone()
+}
+
+/// The platform's verifier of the system's roots plus `extra`, built once per distinct
+/// `extra`: on Linux building one reads the whole system store from disk (~150 files,
+/// 2–3 ms), which every transport paid before its first request. Wine's CryptoAPI refuses
+/// any extra root (`E_INVALIDARG`): that is the error.
+fn verifier(extra: &[Der]) -> Result<Arc<rustls_platform_verifier::Verifier>, String> {
+  type Built = HashMap<Vec<Der>, Arc<rustls_platform_verifier::Verifier>>;
+  static BUILT: OnceLock<Mutex<Built>> = OnceLock::new();
+  let built = BUILT.get_or_init(Mutex::default);
+  if let Some(found) = built.lock().ok().and_then(|b| b.get(extra).cloned()) {
+    return Ok(found);
+  }
+  // As reqwest does: no extra roots, the plain platform verifier (Windows builds no extra
+  // store then).
+  let made = if extra.is_empty() {
+    rustls_platform_verifier::Verifier::new(provider())
+  } else {
+    rustls_platform_verifier::Verifier::new_with_extra_roots(extra.to_vec(), provider())
+  };
+  let made = made.map(Arc::new).map_err(|e| e.to_string())?;
+  if let Ok(mut built) = built.lock() {
+    // A process has a handful of trust sets; a runaway one is not kept forever.
+    if built.len() >= 64 {
+      built.clear();
+    }
+    built.insert(extra.to_vec(), made.clone());
+  }
+  Ok(made)
+}
+
+/// TLS as reqwest would set it up (TLS 1.2 and 1.3, ALPN h2 then http/1.1), verified by
+/// the shared verifier for the system's roots plus `extra`.
+fn tls_config(extra: &[Der]) -> Result<rustls::ClientConfig, String> {
+  let mut config = rustls::ClientConfig::builder_with_provider(provider())
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .dangerous()
+    .with_custom_certificate_verifier(verifier(extra)?)
+    .with_no_client_auth();
+  config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+  Ok(config)
+}
+
+/// H10: a client builder trusting the system's roots, `NODE_EXTRA_CA_CERTS` and what
+/// `trust` adds, going through the proxies `trust` names.
 ///
 /// # Errors
-/// A `ca` entry that holds no certificate.
+/// A `ca` entry that holds no certificate, or that the platform's verifier refuses.
 pub fn builder_trusting(trust: &Trust) -> Result<reqwest::ClientBuilder, String> {
-  let mut builder = builder();
-  for pem in &trust.ca {
-    builder = builder.tls_certs_merge(pem_certificates(pem.as_bytes())?);
-  }
-  if trust.insecure {
-    builder = builder.tls_danger_accept_invalid_certs(true);
-  }
+  provider();
+  let builder = if trust.insecure {
+    reqwest::Client::builder().tls_danger_accept_invalid_certs(true)
+  } else {
+    let mut extra = process_extra_certs().to_vec();
+    for pem in &trust.ca {
+      extra.extend(pem_certificates(pem.as_bytes())?);
+    }
+    reqwest::Client::builder().tls_backend_preconfigured(tls_config(&extra)?)
+  };
   match &trust.proxies {
     Some(vars) => with_proxies(builder, vars),
     None => Ok(builder),
@@ -168,18 +213,7 @@ pub fn builder_trusting(trust: &Trust) -> Result<reqwest::ClientBuilder, String>
 
 /// H10: a client builder trusting the system's roots and `NODE_EXTRA_CA_CERTS`.
 pub fn builder() -> reqwest::ClientBuilder {
-  static PROVIDER: std::sync::Once = std::sync::Once::new();
-  PROVIDER.call_once(|| {
-    // Another part of the process may have installed one already; that one is kept.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-  });
-  let builder = reqwest::Client::builder();
-  let extra = process_extra_certs();
-  if extra.is_empty() {
-    builder
-  } else {
-    builder.tls_certs_merge(extra.iter().cloned())
-  }
+  builder_trusting(&Trust::default()).unwrap_or_else(|_| reqwest::Client::builder())
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ const envelope = {
   [`${META}clientInfo`]: { name: "mcp-native", version: "0.1.0" },
 };
 
-export async function open({ server, serverArgs, url, stateless, padded }) {
+export async function open({ server, serverArgs, url, ca, stateless, padded }) {
   if (stateless) {
     // 2026-07-28: server/discover, then every request carries the _meta envelope and the
     // SEP-2243 headers.
@@ -27,7 +27,7 @@ export async function open({ server, serverArgs, url, stateless, padded }) {
   // `padded`: the handshake era carrying the same bytes, the baseline the era is held to.
   const headers = padded ? { "Mcp-Method": "tools/call", "Mcp-Name": "echo" } : undefined;
   const transport = url
-    ? await createHttpTransport({ type: "http", url, headers, timeout: 0, maxMessageBytes: 64 << 20 })
+    ? await createHttpTransport({ type: "http", url, headers, ca, timeout: 0, maxMessageBytes: 64 << 20 })
     : await createStdioTransport({ command: server, args: serverArgs, timeout: 0, maxMessageBytes: 64 << 20 });
   await transport.request("initialize", {
     protocolVersion: "2025-03-26",

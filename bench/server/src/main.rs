@@ -4,7 +4,9 @@
 //!
 //! `bench-server stdio` speaks newline-delimited JSON-RPC on stdin/stdout;
 //! `bench-server http [--sse]` serves Streamable HTTP on 127.0.0.1 (an ephemeral port,
-//! printed as `listening <port>`), answering with JSON or with an SSE stream.
+//! printed as `listening <port>`), answering with JSON or with an SSE stream;
+//! `--tls <cert.pem> <key.pem>` serves it over https, HTTP/1.1 only unless `--h2` offers
+//! HTTP/2 too (ALPN).
 use std::convert::Infallible;
 
 use bytes::Bytes;
@@ -255,12 +257,52 @@ async fn handle(
   )
 }
 
-async fn http(sse: bool) -> std::io::Result<()> {
+/// `--tls <cert> <key>`: the server's certificate chain and key (PEM files), with HTTP/2
+/// offered by ALPN when `h2`.
+fn tls_acceptor(cert: &str, key: &str, h2: bool) -> std::io::Result<tokio_rustls::TlsAcceptor> {
+  use rustls::pki_types::pem::PemObject;
+  use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+  let invalid =
+    |e: &dyn std::fmt::Display| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string());
+  let certs = CertificateDer::pem_file_iter(cert)
+    .map_err(|e| invalid(&e))?
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(|e| invalid(&e))?;
+  let key = PrivateKeyDer::from_pem_file(key).map_err(|e| invalid(&e))?;
+  let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+  let mut config = rustls::ServerConfig::builder_with_provider(provider)
+    .with_safe_default_protocol_versions()
+    .map_err(|e| invalid(&e))?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .map_err(|e| invalid(&e))?;
+  config.alpn_protocols = if h2 {
+    vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+  } else {
+    vec![b"http/1.1".to_vec()]
+  };
+  Ok(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
+}
+
+async fn http(sse: bool, tls: Option<tokio_rustls::TlsAcceptor>) -> std::io::Result<()> {
   let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
   println!("listening {}", listener.local_addr()?.port());
   loop {
     let (stream, _) = listener.accept().await?;
     let _ = stream.set_nodelay(true);
+    if let Some(tls) = tls.clone() {
+      tokio::spawn(async move {
+        let Ok(stream) = tls.accept(stream).await else {
+          return;
+        };
+        let service = hyper::service::service_fn(move |request| handle(request, sse));
+        let executor = hyper_util::rt::TokioExecutor::new();
+        let _ = hyper_util::server::conn::auto::Builder::new(executor)
+          .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+          .await;
+      });
+      continue;
+    }
     tokio::spawn(async move {
       let service = hyper::service::service_fn(move |request| handle(request, sse));
       let _ = hyper::server::conn::http1::Builder::new()
@@ -273,10 +315,21 @@ async fn http(sse: bool) -> std::io::Result<()> {
 fn main() -> std::io::Result<()> {
   let args: Vec<String> = std::env::args().skip(1).collect();
   match args.first().map(String::as_str) {
-    Some("http") => tokio::runtime::Builder::new_current_thread()
-      .enable_all()
-      .build()?
-      .block_on(http(args.iter().any(|a| a == "--sse"))),
+    Some("http") => {
+      let tls = match args.iter().position(|a| a == "--tls") {
+        Some(at) => {
+          let (Some(cert), Some(key)) = (args.get(at + 1), args.get(at + 2)) else {
+            return Err(std::io::Error::other("--tls needs <cert.pem> <key.pem>"));
+          };
+          Some(tls_acceptor(cert, key, args.iter().any(|a| a == "--h2"))?)
+        }
+        None => None,
+      };
+      tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(http(args.iter().any(|a| a == "--sse"), tls))
+    }
     _ => stdio(
       args
         .iter()
