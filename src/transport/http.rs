@@ -6,14 +6,13 @@
 //! itself (T7, T8, H9). Answers, whatever the channel, go through `Session::handle_frame`,
 //! which keeps the order of notifications and responses (T3).
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, Response, Url};
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ClosedTransport, CoreError};
@@ -22,7 +21,7 @@ use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
 use crate::protocol::destination::{self, EndpointError};
 use crate::protocol::resumption::{Attempt, Resumption};
-use crate::session::{Ack, Event, EventSink, Outgoing, Session};
+use crate::session::{Ack, Event, EventSink, FrameSink, Outgoing, Sent, Session};
 use crate::transport::event_stream::{EventReader, ReadItem};
 use crate::transport::fetch::{self, interrupted_error, network_error};
 use crate::transport::legacy_stream;
@@ -128,19 +127,6 @@ impl HttpTransport {
     } else {
       Mode::Streamable
     };
-    let (outbox, outgoing) = mpsc::unbounded_channel();
-    // HTTP times each phase itself (T7): the session only times what a caller's own
-    // timeouts ask for (P4).
-    let session = Session::new(
-      Arc::new(outbox),
-      events.clone(),
-      config.timeout,
-      runtime.clone(),
-      true,
-    );
-    if config.string_ids {
-      session.use_string_ids();
-    }
     let host: Arc<dyn AuthHost> = Arc::new(HostThroughEvents(events.clone()));
     let auth = match config.oauth.clone() {
       Some(settings) => {
@@ -158,6 +144,8 @@ impl HttpTransport {
       }
       None => None,
     };
+    let string_ids = config.string_ids;
+    let timeout = config.timeout;
     let shared = Arc::new(Shared {
       config,
       headers: RwLock::new(headers),
@@ -174,7 +162,23 @@ impl HttpTransport {
       announced_version: Mutex::new(None),
       runtime: runtime.clone(),
     });
-    runtime.spawn(dispatch(outgoing, shared.clone(), Arc::downgrade(&session)));
+    let outbox = Arc::new(Exchanges {
+      shared: shared.clone(),
+      session: OnceLock::new(),
+    });
+    // HTTP times each phase itself (T7): the session only times what a caller's own
+    // timeouts ask for (P4).
+    let session = Session::new(
+      outbox.clone(),
+      events.clone(),
+      timeout,
+      runtime.clone(),
+      true,
+    );
+    let _ = outbox.session.set(Arc::downgrade(&session));
+    if string_ids {
+      session.use_string_ids();
+    }
     Ok(HttpTransport { session, shared })
   }
 
@@ -610,55 +614,60 @@ impl Shared {
   }
 }
 
-async fn dispatch(
-  mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+/// Where the session's frames go: each starts its own exchange at once, from whichever
+/// thread sent it (the JS thread, mostly). A channel with a task reading it and spawning
+/// the exchanges cost one more hop, and with two workers often a third thread's wake-up.
+struct Exchanges {
   shared: Arc<Shared>,
-  session: std::sync::Weak<Session>,
-) {
-  while let Some(out) = outgoing.recv().await {
-    let Some(session) = session.upgrade() else {
-      return;
-    };
-    let shared = shared.clone();
-    let runtime = shared.runtime.clone();
-    let task = async move {
-      match out.ack {
-        Ack::Request(id) => {
-          let cancel = out.cancel.clone().unwrap_or_default();
-          tokio::select! {
-            // Aborted, timed out, answered or closed: the exchange is dropped here.
-            _ = cancel.cancelled() => {}
-            _ = send_request(&shared, &session, id, out, &cancel) => {}
-          }
-        }
-        Ack::Notify(ticket) => {
-          // H9/E4: close() drops a notify in flight; it rejects like a pending request.
-          let outcome = tokio::select! {
-            biased;
-            _ = shared.closing.cancelled() => Err(CoreError::Aborted(ClosedTransport::Http)),
-            outcome = send_notification(&shared, &session, out.frame, out.timeout) => outcome,
-          };
-          session.events().emit(Event::Settled {
-            ticket,
-            outcome: outcome.map(|()| None),
-          });
-        }
-        // Answers to server requests and cancellations: best effort.
-        Ack::None => {
-          let send = async {
-            let url = shared.post_url().await;
-            with_timeout(out.timeout, shared.post(&session, url, out.frame)).await
-          };
-          tokio::select! {
-            _ = shared.closing.cancelled() => {}
-            _ = send => {}
-          }
-        }
-      }
+  session: OnceLock<std::sync::Weak<Session>>,
+}
+
+impl FrameSink for Exchanges {
+  fn send(&self, out: Outgoing) -> Result<Sent, Outgoing> {
+    let Some(session) = self.session.get().and_then(std::sync::Weak::upgrade) else {
+      return Err(out);
     };
     // The exchange's state is ~9 KiB: boxed once, only its pointer moves into the task
     // (unboxed, each spawn copied it two or three times: 5 % of the runtime's samples).
-    runtime.spawn(Box::pin(task));
+    let task = Box::pin(exchange_frame(self.shared.clone(), session, out));
+    self.shared.runtime.spawn(task);
+    Ok(Sent::Queued)
+  }
+}
+
+async fn exchange_frame(shared: Arc<Shared>, session: Arc<Session>, out: Outgoing) {
+  match out.ack {
+    Ack::Request(id) => {
+      let cancel = out.cancel.clone().unwrap_or_default();
+      tokio::select! {
+        // Aborted, timed out, answered or closed: the exchange is dropped here.
+        _ = cancel.cancelled() => {}
+        _ = send_request(&shared, &session, id, out, &cancel) => {}
+      }
+    }
+    Ack::Notify(ticket) => {
+      // H9/E4: close() drops a notify in flight; it rejects like a pending request.
+      let outcome = tokio::select! {
+        biased;
+        _ = shared.closing.cancelled() => Err(CoreError::Aborted(ClosedTransport::Http)),
+        outcome = send_notification(&shared, &session, out.frame, out.timeout) => outcome,
+      };
+      session.events().emit(Event::Settled {
+        ticket,
+        outcome: outcome.map(|()| None),
+      });
+    }
+    // Answers to server requests and cancellations: best effort.
+    Ack::None => {
+      let send = async {
+        let url = shared.post_url().await;
+        with_timeout(out.timeout, shared.post(&session, url, out.frame)).await
+      };
+      tokio::select! {
+        _ = shared.closing.cancelled() => {}
+        _ = send => {}
+      }
+    }
   }
 }
 
