@@ -110,6 +110,7 @@ fn process_extra_certs() -> &'static [Der] {
     let certs = std::fs::read(&file)
       .map_err(|e| e.to_string())
       .and_then(|pem| pem_certificates(&pem))
+      .map(trust_set)
       .and_then(|certs| verifier(&certs).map(|_| certs));
     certs.unwrap_or_else(|reason| {
       eprintln!("{}", ignored_extra_certs(&file, &reason));
@@ -154,9 +155,14 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 fn verifier(extra: &[Der]) -> Result<Arc<rustls_platform_verifier::Verifier>, String> {
   type Built = HashMap<Vec<Der>, Arc<rustls_platform_verifier::Verifier>>;
   static BUILT: OnceLock<Mutex<Built>> = OnceLock::new();
-  let built = BUILT.get_or_init(Mutex::default);
-  if let Some(found) = built.lock().ok().and_then(|b| b.get(extra).cloned()) {
-    return Ok(found);
+  // Held while building: a transport made during the warm-up waits for its verifier
+  // instead of reading the store a second time.
+  let mut built = BUILT
+    .get_or_init(Mutex::default)
+    .lock()
+    .unwrap_or_else(std::sync::PoisonError::into_inner);
+  if let Some(found) = built.get(extra) {
+    return Ok(found.clone());
   }
   // As reqwest does: no extra roots, the plain platform verifier (Windows builds no extra
   // store then).
@@ -166,14 +172,34 @@ fn verifier(extra: &[Der]) -> Result<Arc<rustls_platform_verifier::Verifier>, St
     rustls_platform_verifier::Verifier::new_with_extra_roots(extra.to_vec(), provider())
   };
   let made = made.map(Arc::new).map_err(|e| e.to_string())?;
-  if let Ok(mut built) = built.lock() {
-    // A process has a handful of trust sets; a runaway one is not kept forever.
-    if built.len() >= 64 {
-      built.clear();
-    }
-    built.insert(extra.to_vec(), made.clone());
+  // A process has a handful of trust sets; a runaway one is not kept forever.
+  if built.len() >= 64 {
+    built.clear();
   }
+  built.insert(extra.to_vec(), made.clone());
   Ok(made)
+}
+
+/// Builds the verifier of the system's roots and `NODE_EXTRA_CA_CERTS` on a thread of its
+/// own, once per process: on Linux that reads the whole store (4–9 ms measured), which the
+/// first HTTP transport otherwise waits for (Bun's `fetch` has its roots compiled in).
+pub fn warm_up() {
+  static STARTED: OnceLock<()> = OnceLock::new();
+  STARTED.get_or_init(|| {
+    let _ = std::thread::Builder::new()
+      .name("mcp-native-trust".into())
+      .spawn(|| {
+        let _ = verifier(&trust_set(process_extra_certs().to_vec()));
+      });
+  });
+}
+
+/// A trust set in a canonical order without repeats: the same certificates given twice
+/// (say through `NODE_EXTRA_CA_CERTS` and `ca`) share one verifier.
+fn trust_set(mut certs: Vec<Der>) -> Vec<Der> {
+  certs.sort_unstable_by(|a, b| a.as_ref().cmp(b.as_ref()));
+  certs.dedup();
+  certs
 }
 
 /// TLS as reqwest would set it up (TLS 1.2 and 1.3, ALPN h2 then http/1.1), verified by
@@ -203,7 +229,7 @@ pub fn builder_trusting(trust: &Trust) -> Result<reqwest::ClientBuilder, String>
     for pem in &trust.ca {
       extra.extend(pem_certificates(pem.as_bytes())?);
     }
-    reqwest::Client::builder().tls_backend_preconfigured(tls_config(&extra)?)
+    reqwest::Client::builder().tls_backend_preconfigured(tls_config(&trust_set(extra))?)
   };
   match &trust.proxies {
     Some(vars) => with_proxies(builder, vars),
@@ -219,6 +245,15 @@ pub fn builder() -> reqwest::ClientBuilder {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn h10_a_trust_set_ignores_order_and_repeats() {
+    let a = Der::from(vec![1u8, 2, 3]);
+    let b = Der::from(vec![0u8, 9]);
+    let once = trust_set(vec![a.clone(), b.clone()]);
+    assert_eq!(trust_set(vec![b.clone(), a.clone(), b.clone()]), once);
+    assert_eq!(once.len(), 2);
+  }
 
   #[test]
   fn h10_pem_text_is_told_from_a_path_and_an_empty_bundle_is_refused() {
