@@ -78,6 +78,28 @@ describe("H10 trust", () => {
     expect(JSON.parse(untrusted.stdout).error).toMatch(/fetch failed/);
   });
 
+  it("H10: transports made as the addon loads, while it loads the trust store, trust NODE_EXTRA_CA_CERTS, repeated in `ca` or not", async () => {
+    // The store starts loading on a thread of its own at require(); these transports are
+    // made in the same tick, so they wait for that load (or share the verifier it built).
+    const script = `
+      const native = require(${JSON.stringify(fileURLToPath(new URL("../index.js", import.meta.url)))});
+      const url = ${JSON.stringify(server.url)};
+      const init = { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } };
+      const call = async (config) => {
+        const transport = await native.createHttpTransport({ type: "http", url, timeout: 5000, ...config });
+        try { return (await transport.request("initialize", init)).serverInfo.name; } finally { await transport.close(); }
+      };
+      Promise.all([call({}), call({ ca: ${JSON.stringify(ca.caPath)} }), call({})])
+        .then((names) => console.log(JSON.stringify({ names })), (e) => console.log(JSON.stringify({ error: String(e && e.message) })));`;
+    const run = promisify(execFile);
+    const { stdout } = await run(process.execPath, ["-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: ca.caPath } });
+    const { names, error } = JSON.parse(stdout);
+    expect(error).toBeUndefined();
+    expect(names).toHaveLength(3);
+    const refused = await run(process.execPath, ["-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: "" } });
+    expect(JSON.parse(refused.stdout).error).toMatch(/invalid peer certificate: UnknownIssuer/);
+  });
+
   it("H10: NODE_TLS_REJECT_UNAUTHORIZED=0 turns checks off, with Node's warning once; never by default", async () => {
     const warnings: string[] = [];
     const listener = (warning: Error) => warnings.push(warning.message);

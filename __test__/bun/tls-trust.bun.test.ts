@@ -54,4 +54,22 @@ describe("H10 trust on Bun", () => {
     await child.exited;
     expect(JSON.parse(out)).toEqual({ viaFetch: 200, answer: {} });
   });
+
+  it("H10: transports made as the addon loads (the trust store still loading) trust NODE_EXTRA_CA_CERTS, repeated in `ca` or not", async () => {
+    const index = fileURLToPath(new URL("../../index.js", import.meta.url));
+    const script = `
+      const native = require(${JSON.stringify(index)});
+      const url = ${JSON.stringify(server.url)};
+      const init = { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } };
+      const call = async (config) => {
+        const transport = await native.createHttpTransport({ type: "http", url, timeout: 5000, ...config });
+        try { return (await transport.request("initialize", init)).serverInfo.name; } finally { await transport.close(); }
+      };
+      const names = await Promise.all([call({}), call({ ca: ${JSON.stringify(ca.caPath)} }), call({})]).catch((e) => String(e && e.message));
+      console.log(JSON.stringify({ names }));`;
+    const child = Bun.spawn([process.execPath, "-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: ca.caPath }, stdout: "pipe" });
+    const out = await new Response(child.stdout).text();
+    await child.exited;
+    expect(JSON.parse(out).names).toHaveLength(3);
+  });
 });
