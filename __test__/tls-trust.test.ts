@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-ignore a fixture in plain JS
-import { makeCa, startHttps } from "./fixtures/tls-ca.mjs";
+import { loadTimeTransportsScript, makeCa, startHttps } from "./fixtures/tls-ca.mjs";
 import { startOAuthFixture } from "./fixtures/oauth-server";
 import { native } from "./helpers";
 
@@ -81,16 +81,7 @@ describe("H10 trust", () => {
   it("H10: transports made as the addon loads, while it loads the trust store, trust NODE_EXTRA_CA_CERTS, repeated in `ca` or not", async () => {
     // The store starts loading on a thread of its own at require(); these transports are
     // made in the same tick, so they wait for that load (or share the verifier it built).
-    const script = `
-      const native = require(${JSON.stringify(fileURLToPath(new URL("../index.js", import.meta.url)))});
-      const url = ${JSON.stringify(server.url)};
-      const init = { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } };
-      const call = async (config) => {
-        const transport = await native.createHttpTransport({ type: "http", url, timeout: 5000, ...config });
-        try { return (await transport.request("initialize", init)).serverInfo.name; } finally { await transport.close(); }
-      };
-      Promise.all([call({}), call({ ca: ${JSON.stringify(ca.caPath)} }), call({})])
-        .then((names) => console.log(JSON.stringify({ names })), (e) => console.log(JSON.stringify({ error: String(e && e.message) })));`;
+    const script = loadTimeTransportsScript(fileURLToPath(new URL("../index.js", import.meta.url)), server.url, ca.caPath);
     const run = promisify(execFile);
     const { stdout } = await run(process.execPath, ["-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: ca.caPath } });
     const { names, error } = JSON.parse(stdout);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { fileURLToPath } from "node:url";
 // @ts-ignore a fixture in plain JS
-import { makeCa, startHttps } from "../fixtures/tls-ca.mjs";
+import { loadTimeTransportsScript, makeCa, startHttps } from "../fixtures/tls-ca.mjs";
 import { native } from "./support";
 
 setDefaultTimeout(20_000);
@@ -57,19 +57,14 @@ describe("H10 trust on Bun", () => {
 
   it("H10: transports made as the addon loads (the trust store still loading) trust NODE_EXTRA_CA_CERTS, repeated in `ca` or not", async () => {
     const index = fileURLToPath(new URL("../../index.js", import.meta.url));
-    const script = `
-      const native = require(${JSON.stringify(index)});
-      const url = ${JSON.stringify(server.url)};
-      const init = { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } };
-      const call = async (config) => {
-        const transport = await native.createHttpTransport({ type: "http", url, timeout: 5000, ...config });
-        try { return (await transport.request("initialize", init)).serverInfo.name; } finally { await transport.close(); }
-      };
-      const names = await Promise.all([call({}), call({ ca: ${JSON.stringify(ca.caPath)} }), call({})]).catch((e) => String(e && e.message));
-      console.log(JSON.stringify({ names }));`;
-    const child = Bun.spawn([process.execPath, "-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: ca.caPath }, stdout: "pipe" });
-    const out = await new Response(child.stdout).text();
-    await child.exited;
-    expect(JSON.parse(out).names).toHaveLength(3);
+    const script = loadTimeTransportsScript(index, server.url, ca.caPath);
+    const run = async (extra: string) => {
+      const child = Bun.spawn([process.execPath, "-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: extra }, stdout: "pipe" });
+      const out = await new Response(child.stdout).text();
+      await child.exited;
+      return JSON.parse(out);
+    };
+    expect((await run(ca.caPath)).names).toHaveLength(3);
+    expect((await run("")).error).toMatch(/invalid peer certificate: UnknownIssuer/);
   });
 });
