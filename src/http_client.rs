@@ -99,7 +99,7 @@ fn ignored_extra_certs(file: &str, reason: &str) -> String {
 /// A certificate, DER.
 type Der = rustls::pki_types::CertificateDer<'static>;
 
-/// `NODE_EXTRA_CA_CERTS`' certificates, read the first time a client is built.
+/// `NODE_EXTRA_CA_CERTS`' certificates as a trust set, read once per process.
 fn process_extra_certs() -> &'static [Der] {
   static EXTRA: OnceLock<Vec<Der>> = OnceLock::new();
   EXTRA.get_or_init(|| {
@@ -189,7 +189,7 @@ pub fn warm_up() {
     let _ = std::thread::Builder::new()
       .name("mcp-native-trust".into())
       .spawn(|| {
-        let _ = verifier(&trust_set(process_extra_certs().to_vec()));
+        let _ = verifier(process_extra_certs());
       });
   });
 }

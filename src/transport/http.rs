@@ -615,8 +615,8 @@ impl Shared {
 }
 
 /// Where the session's frames go: each starts its own exchange at once, from whichever
-/// thread sent it (the JS thread, mostly). A channel with a task reading it and spawning
-/// the exchanges cost one more hop, and with two workers often a third thread's wake-up.
+/// thread sent it (the JS thread, mostly), with no channel and dispatch task in between
+/// (which measured no slower: the wake-ups per call are the same).
 struct Exchanges {
   shared: Arc<Shared>,
   session: OnceLock<std::sync::Weak<Session>>,
