@@ -368,6 +368,33 @@ describe("H10 connections and proxies", () => {
     expect(error.code).toBe("ECONNREFUSED");
   });
 
+  it("H10: one keep-alive pool per transport: calls in turn share a connection, calls at once keep theirs", async () => {
+    const f = await fixture();
+    const t = await connect({ url: f.url });
+    for (let i = 0; i < 20; i++) await expect(t.request("json/echo", { i })).resolves.toEqual({ params: { i } });
+    expect(f.connections()).toBe(1);
+    const together = await Promise.all(Array.from({ length: 8 }, (_, i) => t.request("json/echo", { i })));
+    expect(together.map((r: any) => r.params.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    const opened = f.connections();
+    expect(opened).toBeLessThanOrEqual(8);
+    for (let i = 0; i < 20; i++) await t.request("json/echo", { i });
+    expect(f.connections()).toBe(opened);
+    const other = await connect({ url: f.url });
+    await other.request("json/echo");
+    expect(f.connections()).toBe(opened + 1);
+  });
+
+  it("H10: a kept connection the server closed while idle is replaced, and the call goes once", async () => {
+    const f = await fixture();
+    const t = await connect({ url: f.url });
+    await t.request("json/echo", { n: 1 });
+    f.closeIdle();
+    await sleep(50);
+    await expect(t.request("json/echo", { n: 2 })).resolves.toEqual({ params: { n: 2 } });
+    expect(f.posted().map((m) => m.params.n)).toEqual([1, 2]);
+    expect(f.connections()).toBe(2);
+  });
+
   it("H10: HTTP_PROXY is honoured, and NO_PROXY exempts a host", async () => {
     const f = await fixture();
     const proxied: string[] = [];

@@ -37,7 +37,7 @@ pub struct ProxyVars(pub Vec<(String, String)>);
 
 impl ProxyVars {
   /// The first of `names` set to something.
-  fn first(&self, names: &[&str]) -> Option<&str> {
+  pub(crate) fn first(&self, names: &[&str]) -> Option<&str> {
     names.iter().find_map(|name| {
       self
         .0

@@ -2,10 +2,13 @@
 //! hop passes the one origin rule (`protocol::destination`): the configured headers go only
 //! to the configured origin. Unlocked, the hops are those `fetch` takes (A24); with
 //! `headerPolicy: "origin-locked"` they are `protocol::redirects`' stricter ones.
+use std::sync::Arc;
+
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, CONTENT_TYPE, LOCATION};
 use reqwest::{Client, Method, Response, Url};
 
+use super::direct_http1::DirectOrigin;
 use crate::error::{errno_name, CoreError};
 use crate::protocol::destination;
 use crate::protocol::redirects::{self, FetchHop, Hop};
@@ -26,10 +29,52 @@ pub fn client_builder(
   Ok(builder.redirect(reqwest::redirect::Policy::none()))
 }
 
+/// A transport's way out: reqwest, and the direct HTTP/1.1 path to the transport's own
+/// origin where reqwest would connect directly too.
+#[derive(Clone)]
+pub struct Fetcher {
+  client: Client,
+  direct: Option<Arc<DirectOrigin>>,
+}
+
+impl Fetcher {
+  /// The fetcher of a transport configured with `url`.
+  ///
+  /// # Errors
+  /// A `ca` entry that holds no certificate, a client reqwest cannot build.
+  pub fn new(url: &Url, trust: &crate::http_client::Trust) -> Result<Self, CoreError> {
+    let client = client_builder(trust)?
+      .build()
+      .map_err(|e| network_error(url, &e))?;
+    let direct = DirectOrigin::for_url(url, trust);
+    Ok(Fetcher { client, direct })
+  }
+
+  async fn fetch(
+    &self,
+    method: Method,
+    url: &Url,
+    headers: HeaderMap,
+    body: Option<&Bytes>,
+  ) -> Result<Response, CoreError> {
+    if let Some(direct) = self.direct.as_ref().filter(|direct| direct.serves(url)) {
+      return direct
+        .send(method, url, headers, body.cloned())
+        .await
+        .map_err(|e| failure(url, e.as_ref(), false));
+    }
+    let mut request = self.client.request(method, url.clone()).headers(headers);
+    if let Some(body) = body {
+      request = request.body(body.clone());
+    }
+    request.send().await.map_err(|e| network_error(url, &e))
+  }
+}
+
 /// One request to `url`. `locked_to` is the configured URL of an origin-locked transport;
 /// unlocked, `url`'s origin is the one the headers belong to.
 pub async fn send(
-  client: &Client,
+  fetcher: &Fetcher,
   locked_to: Option<&Url>,
   method: Method,
   url: &Url,
@@ -49,16 +94,9 @@ pub async fn send(
         sent.append(name.clone(), value.clone());
       }
     }
-    let mut request = client
-      .request(method.clone(), current.clone())
-      .headers(sent);
-    if let Some(body) = &body {
-      request = request.body(body.clone());
-    }
-    let response = request
-      .send()
-      .await
-      .map_err(|e| network_error(&current, &e))?;
+    let response = fetcher
+      .fetch(method.clone(), &current, sent, body.as_ref())
+      .await?;
     let location = response
       .headers()
       .get(LOCATION)
@@ -94,7 +132,11 @@ pub async fn send(
 
 /// W8: keeps the OS words ("Connection refused") and adds Node's code (`ECONNREFUSED`).
 pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
-  let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+  failure(url, error, error.is_timeout())
+}
+
+fn failure(url: &Url, error: &(dyn std::error::Error + 'static), timed_out: bool) -> CoreError {
+  let mut source = Some(error);
   let mut root = error.to_string();
   let mut code = None;
   while let Some(current) = source {
@@ -106,7 +148,7 @@ pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
     }
     source = current.source();
   }
-  if error.is_timeout() {
+  if timed_out {
     code.get_or_insert_with(|| "ETIMEDOUT".to_string());
   }
   let message = match &code {
@@ -144,11 +186,8 @@ mod tests {
   }
 
   async fn post(url: &str, locked: bool) -> Result<Response, CoreError> {
-    let client = client_builder(&Default::default())
-      .unwrap()
-      .build()
-      .unwrap();
     let url = Url::parse(url).unwrap();
+    let client = Fetcher::new(&url, &Default::default()).unwrap();
     let locked_to = locked.then_some(&url);
     let body = Some(Bytes::from_static(b"{}"));
     send(&client, locked_to, Method::POST, &url, headers(), body).await

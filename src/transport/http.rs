@@ -23,7 +23,7 @@ use crate::protocol::destination::{self, EndpointError};
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::session::{Ack, Event, EventSink, FrameSink, Outgoing, Sent, Session};
 use crate::transport::event_stream::{EventReader, ReadItem};
-use crate::transport::fetch::{self, interrupted_error, network_error};
+use crate::transport::fetch::{self, interrupted_error};
 use crate::transport::legacy_stream;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -79,7 +79,7 @@ struct Shared {
   host: Arc<dyn AuthHost>,
   /// Taken out by close(), so the pool and its keep-alive sockets go at once rather than
   /// whenever the JS object is collected.
-  client: Mutex<Option<reqwest::Client>>,
+  client: Mutex<Option<fetch::Fetcher>>,
   session_id: Mutex<Option<String>>,
   mode: tokio::sync::Mutex<Mode>,
   /// Cancelled by close(): stops the GET listener and the legacy stream.
@@ -119,8 +119,7 @@ impl HttpTransport {
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
     // H10: one pool per transport; proxies from HTTPS_PROXY/HTTP_PROXY/NO_PROXY.
-    let client = crate::transport::fetch::client_builder(&config.trust)
-      .and_then(|builder| builder.build().map_err(|e| network_error(&config.url, &e)))?;
+    let client = fetch::Fetcher::new(&config.url, &config.trust)?;
     let headers = compose_headers(&config.headers);
     let mode = if config.allow_legacy {
       Mode::Probing
@@ -317,7 +316,7 @@ impl Drop for HttpTransport {
 
 impl Shared {
   /// The HTTP client, until close() has released it.
-  fn client(&self) -> Result<reqwest::Client, CoreError> {
+  fn client(&self) -> Result<fetch::Fetcher, CoreError> {
     self
       .client
       .lock()
@@ -1403,7 +1402,7 @@ async fn deliver_events(
 
 /// E3: a body is read up to `limit` bytes.
 async fn read_body(response: Response, limit: usize) -> Result<Vec<u8>, CoreError> {
-  let url = response.url().clone();
+  let url = crate::transport::direct_http1::answered_url(&response).clone();
   let mut body = Vec::new();
   let mut chunks = response.bytes_stream();
   while let Some(chunk) = chunks.next().await {

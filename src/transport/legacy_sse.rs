@@ -26,7 +26,7 @@ use super::legacy_stream;
 use crate::error::{ClosedTransport, CoreError};
 use crate::protocol::header_policy::{merge, same_name};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
-use crate::transport::fetch::{self, network_error};
+use crate::transport::fetch;
 
 /// A23: generated for every POST; they win over configured headers whatever their case.
 const POST_HEADERS: [(&str, &str); 2] = [
@@ -87,7 +87,7 @@ struct Shared {
   /// The JS side, for `onAuthError`.
   host: HostThroughEvents,
   /// Taken out on close, so the pool and its keep-alive sockets go at once.
-  client: Mutex<Option<reqwest::Client>>,
+  client: Mutex<Option<fetch::Fetcher>>,
   state: Mutex<State>,
   /// Where frames are POSTed; set once `open` has it.
   endpoint: OnceLock<Url>,
@@ -113,8 +113,7 @@ impl LegacySseTransport {
     runtime: &Handle,
   ) -> Result<Self, CoreError> {
     let _context = runtime.enter();
-    let client = crate::transport::fetch::client_builder(&config.trust)
-      .and_then(|builder| builder.build().map_err(|e| network_error(&config.url, &e)))?;
+    let client = fetch::Fetcher::new(&config.url, &config.trust)?;
     let (outbox, outgoing) = mpsc::unbounded_channel();
     // The transport times each phase itself (T7); the session only what a caller's own
     // timeouts ask for (P4).
@@ -245,7 +244,7 @@ impl Shared {
     self.state.lock().unwrap_or_else(|p| p.into_inner())
   }
 
-  fn client(&self) -> Result<reqwest::Client, CoreError> {
+  fn client(&self) -> Result<fetch::Fetcher, CoreError> {
     self
       .client
       .lock()

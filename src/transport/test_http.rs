@@ -13,6 +13,8 @@ pub struct Request {
   /// Lowercased names, in the order sent.
   pub headers: Vec<(String, String)>,
   pub body: String,
+  /// Which connection it came on: 0 for the server's first, and so on.
+  pub connection: usize,
 }
 
 impl Request {
@@ -32,6 +34,8 @@ pub struct Answer {
   pub body: String,
   /// Keep the connection open after the body (an event stream that goes on).
   pub hold: bool,
+  /// Close the connection after the body without saying so (a keep-alive timeout).
+  pub close: bool,
 }
 
 impl Answer {
@@ -41,6 +45,7 @@ impl Answer {
       headers: Vec::new(),
       body: String::new(),
       hold: false,
+      close: false,
     }
   }
 
@@ -56,6 +61,11 @@ impl Answer {
 
   pub fn hold(mut self) -> Self {
     self.hold = true;
+    self
+  }
+
+  pub fn close(mut self) -> Self {
+    self.close = true;
     self
   }
 }
@@ -82,8 +92,15 @@ pub async fn serve(
   let answer = Arc::new(answer);
   let recorded = requests.clone();
   tokio::spawn(async move {
+    let mut accepted = 0;
     while let Ok((socket, _)) = listener.accept().await {
-      tokio::spawn(connection(socket, recorded.clone(), answer.clone()));
+      tokio::spawn(connection(
+        socket,
+        accepted,
+        recorded.clone(),
+        answer.clone(),
+      ));
+      accepted += 1;
     }
   });
   Server { origin, requests }
@@ -91,6 +108,7 @@ pub async fn serve(
 
 async fn connection(
   mut socket: TcpStream,
+  index: usize,
   requests: Arc<Mutex<Vec<Request>>>,
   answer: Arc<dyn Fn(&Request) -> Answer + Send + Sync>,
 ) {
@@ -133,6 +151,7 @@ async fn connection(
       path,
       headers,
       body,
+      connection: index,
     };
     requests.lock().unwrap().push(request.clone());
     let reply = answer(&request);
@@ -146,6 +165,9 @@ async fn connection(
     text.push_str("\r\n");
     text.push_str(&reply.body);
     if socket.write_all(text.as_bytes()).await.is_err() {
+      return;
+    }
+    if reply.close {
       return;
     }
     if reply.hold {

@@ -1,0 +1,433 @@
+//! Plain-HTTP/1.1 requests to a transport's own origin on hyper's connection API, with a
+//! keep-alive pool of their own. reqwest re-parses the URL, walks its redirect, proxy and
+//! pool layers and rebuilds its header maps on every request; a transport talks to one
+//! origin, so this path does that once per transport. It is taken only where reqwest would
+//! connect directly (`http:` and no proxy for the origin); anything else goes to reqwest.
+use std::error::Error;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{Either, Empty, Full};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::client::proxy::matcher::Matcher;
+use hyper_util::rt::TokioIo;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, HOST};
+use reqwest::{Method, Url};
+
+use crate::http_client::{ProxyVars, Trust};
+
+type RequestBody = Either<Full<Bytes>, Empty<Bytes>>;
+type Sender = SendRequest<RequestBody>;
+pub type Failure = Box<dyn Error + Send + Sync>;
+
+/// reqwest's idle timeout: a connection unused this long is not reused.
+const IDLE_LIMIT: Duration = Duration::from_secs(90);
+/// Idle connections kept; more in flight than this at once close when they finish.
+const MAX_IDLE: usize = 128;
+
+/// The configured origin's connections.
+pub struct DirectOrigin {
+  host: String,
+  port: u16,
+  host_header: HeaderValue,
+  idle: Mutex<Vec<(Sender, Instant)>>,
+}
+
+impl DirectOrigin {
+  /// The origin of `url`, if requests to it go straight to it: `http:`, and no proxy for
+  /// it under the rules reqwest goes by (`trust`'s variables, else the system's).
+  pub fn for_url(url: &Url, trust: &Trust) -> Option<Arc<Self>> {
+    if url.scheme() != "http" {
+      return None;
+    }
+    let host = match url.host()? {
+      url::Host::Domain(name) => name.to_string(),
+      url::Host::Ipv4(ip) => ip.to_string(),
+      url::Host::Ipv6(ip) => ip.to_string(),
+    };
+    let port = url.port_or_known_default()?;
+    let uri: http::Uri = url.as_str().parse().ok()?;
+    if proxy_rules(trust.proxies.as_ref())
+      .intercept(&uri)
+      .is_some()
+    {
+      return None;
+    }
+    let host_header = HeaderValue::from_str(uri.authority()?.as_str()).ok()?;
+    Some(Arc::new(DirectOrigin {
+      host,
+      port,
+      host_header,
+      idle: Mutex::new(Vec::new()),
+    }))
+  }
+
+  /// Whether `url` is on this origin.
+  pub fn serves(&self, url: &Url) -> bool {
+    url.scheme() == "http"
+      && url.port_or_known_default() == Some(self.port)
+      && match url.host() {
+        Some(url::Host::Domain(name)) => name == self.host,
+        Some(url::Host::Ipv4(ip)) => ip.to_string() == self.host,
+        Some(url::Host::Ipv6(ip)) => ip.to_string() == self.host,
+        None => false,
+      }
+  }
+
+  /// One request to `url` (on this origin); the answer's body gives its connection back
+  /// to the pool once read to the end.
+  ///
+  /// # Errors
+  /// What connecting, writing or reading the answer's head failed with.
+  pub async fn send(
+    self: &Arc<Self>,
+    method: Method,
+    url: &Url,
+    mut headers: HeaderMap,
+    body: Option<Bytes>,
+  ) -> Result<reqwest::Response, Failure> {
+    let target = match url.query() {
+      Some(query) => format!("{}?{query}", url.path()),
+      None => url.path().to_string(),
+    };
+    headers.insert(HOST, self.host_header.clone());
+    // reqwest's default, where the request names none.
+    headers
+      .entry(ACCEPT)
+      .or_insert(HeaderValue::from_static("*/*"));
+    let body = match body {
+      Some(bytes) => Either::Left(Full::new(bytes)),
+      None => Either::Right(Empty::new()),
+    };
+    let mut request = http::Request::new(body);
+    *request.method_mut() = method;
+    *request.uri_mut() = target.parse()?;
+    *request.headers_mut() = headers;
+    loop {
+      let (mut sender, reused) = match self.checkout().await {
+        Some(sender) => (sender, true),
+        None => (self.connect().await?, false),
+      };
+      match sender.try_send_request(request).await {
+        Ok(answer) => return Ok(self.answer(answer, sender, url)),
+        Err(mut error) => match error.take_message() {
+          // A kept connection the server had closed meanwhile: the request never left,
+          // so it goes again on a fresh one (as reqwest's pool retries it).
+          Some(unsent) if reused => request = unsent,
+          _ => return Err(error.into_error().into()),
+        },
+      }
+    }
+  }
+
+  /// A kept connection ready for a request, if there is one.
+  async fn checkout(&self) -> Option<Sender> {
+    loop {
+      let (mut sender, since) = self
+        .idle
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .pop()?;
+      if sender.is_closed() || since.elapsed() > IDLE_LIMIT {
+        continue;
+      }
+      if sender.ready().await.is_ok() {
+        return Some(sender);
+      }
+    }
+  }
+
+  async fn connect(&self) -> Result<Sender, Failure> {
+    let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    // Ends when the sender and every answer's body are gone, or the server closes.
+    tokio::spawn(connection);
+    Ok(sender)
+  }
+
+  fn answer(
+    self: &Arc<Self>,
+    answer: http::Response<Incoming>,
+    sender: Sender,
+    url: &Url,
+  ) -> reqwest::Response {
+    let mut answer = answer.map(|body| {
+      reqwest::Body::wrap(PooledBody {
+        body,
+        sender: Mutex::new(Some(sender)),
+        origin: Arc::downgrade(self),
+      })
+    });
+    answer.extensions_mut().insert(AnsweredUrl(url.clone()));
+    reqwest::Response::from(answer)
+  }
+
+  fn give_back(&self, sender: Sender) {
+    if sender.is_closed() {
+      return;
+    }
+    let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+    if idle.len() < MAX_IDLE {
+      idle.push((sender, Instant::now()));
+    }
+  }
+}
+
+/// The URL an answer came from: `reqwest::Response::url` knows it only for reqwest's own.
+#[derive(Clone)]
+pub struct AnsweredUrl(pub Url);
+
+/// The URL `response` came from.
+pub fn answered_url(response: &reqwest::Response) -> &Url {
+  response
+    .extensions()
+    .get::<AnsweredUrl>()
+    .map_or_else(|| response.url(), |answered| &answered.0)
+}
+
+/// The proxy rules reqwest applies: the calling runtime's variables when it set any, else
+/// the system's (the C environment, and the settings of macOS and Windows).
+fn proxy_rules(vars: Option<&ProxyVars>) -> Matcher {
+  let Some(vars) = vars else {
+    return Matcher::from_system();
+  };
+  let value = |names: &[&str]| vars.first(names).map(str::to_string);
+  let http = value(&["HTTP_PROXY", "http_proxy"]);
+  let https = value(&["HTTPS_PROXY", "https_proxy"]);
+  let all = value(&["ALL_PROXY", "all_proxy"]);
+  if http.is_none() && https.is_none() && all.is_none() {
+    return Matcher::from_system();
+  }
+  let mut builder = Matcher::builder();
+  if value(&["REQUEST_METHOD"]).is_some() {
+    return builder.build();
+  }
+  if let Some(url) = http.or(all.clone()) {
+    builder = builder.http(url);
+  }
+  if let Some(url) = https.or(all) {
+    builder = builder.https(url);
+  }
+  if let Some(no) = value(&["NO_PROXY", "no_proxy"]) {
+    builder = builder.no(no);
+  }
+  builder.build()
+}
+
+/// An answer's body that gives its connection back once read to the end (dropped before,
+/// the connection closes: what is left of the answer is never read).
+struct PooledBody {
+  body: Incoming,
+  sender: Mutex<Option<Sender>>,
+  origin: Weak<DirectOrigin>,
+}
+
+impl PooledBody {
+  fn release(&self) {
+    let sender = self
+      .sender
+      .lock()
+      .unwrap_or_else(PoisonError::into_inner)
+      .take();
+    if let (Some(sender), Some(origin)) = (sender, self.origin.upgrade()) {
+      origin.give_back(sender);
+    }
+  }
+}
+
+impl Body for PooledBody {
+  type Data = Bytes;
+  type Error = hyper::Error;
+
+  fn poll_frame(
+    mut self: Pin<&mut Self>,
+    cx: &mut Context<'_>,
+  ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    let polled = Pin::new(&mut self.body).poll_frame(cx);
+    if matches!(polled, Poll::Ready(None)) || self.body.is_end_stream() {
+      self.release();
+    }
+    polled
+  }
+
+  fn is_end_stream(&self) -> bool {
+    self.body.is_end_stream()
+  }
+
+  fn size_hint(&self) -> SizeHint {
+    self.body.size_hint()
+  }
+}
+
+impl Drop for PooledBody {
+  fn drop(&mut self) {
+    // An empty answer (a 202, a 204) is complete without being read.
+    if self.body.is_end_stream() {
+      self.release();
+    }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::transport::test_http::{serve, Answer};
+
+  fn vars(pairs: &[(&str, &str)]) -> Trust {
+    Trust {
+      proxies: Some(ProxyVars(
+        pairs
+          .iter()
+          .map(|(k, v)| (k.to_string(), v.to_string()))
+          .collect(),
+      )),
+      ..Trust::default()
+    }
+  }
+
+  fn url(text: &str) -> Url {
+    Url::parse(text).unwrap()
+  }
+
+  async fn text(origin: &Arc<DirectOrigin>, at: &Url, body: Option<&'static str>) -> String {
+    let method = if body.is_some() {
+      Method::POST
+    } else {
+      Method::GET
+    };
+    let answer = origin
+      .send(
+        method,
+        at,
+        HeaderMap::new(),
+        body.map(|b| Bytes::from_static(b.as_bytes())),
+      )
+      .await
+      .unwrap();
+    assert_eq!(answered_url(&answer), at);
+    answer.text().await.unwrap()
+  }
+
+  #[test]
+  fn h10_only_http_with_no_proxy_for_the_origin_goes_direct() {
+    let at = url("http://127.0.0.1:9/mcp");
+    let none = vars(&[]);
+    assert!(DirectOrigin::for_url(&url("https://127.0.0.1:9/mcp"), &none).is_none());
+    assert!(DirectOrigin::for_url(&at, &none).is_some());
+    let proxied = vars(&[("HTTP_PROXY", "http://127.0.0.1:3128")]);
+    assert!(DirectOrigin::for_url(&at, &proxied).is_none());
+    // Only https goes through the proxy: http still goes direct.
+    let https_only = vars(&[("https_proxy", "http://127.0.0.1:3128")]);
+    assert!(DirectOrigin::for_url(&at, &https_only).is_some());
+    let around = vars(&[
+      ("ALL_PROXY", "http://127.0.0.1:3128"),
+      ("NO_PROXY", "127.0.0.1"),
+    ]);
+    assert!(DirectOrigin::for_url(&at, &around).is_some());
+    let cgi = vars(&[
+      ("HTTP_PROXY", "http://127.0.0.1:3128"),
+      ("REQUEST_METHOD", "GET"),
+    ]);
+    assert!(DirectOrigin::for_url(&at, &cgi).is_some());
+  }
+
+  #[test]
+  fn h10_the_origin_serves_its_own_scheme_host_and_port_only() {
+    let origin = DirectOrigin::for_url(&url("http://localhost/mcp"), &vars(&[])).unwrap();
+    assert!(origin.serves(&url("http://localhost:80/other?q=1")));
+    assert!(!origin.serves(&url("https://localhost/mcp")));
+    assert!(!origin.serves(&url("http://localhost:8080/mcp")));
+    assert!(!origin.serves(&url("http://127.0.0.1/mcp")));
+    let v6 = DirectOrigin::for_url(&url("http://[::1]:8080/"), &vars(&[])).unwrap();
+    assert!(v6.serves(&url("http://[0:0:0:0:0:0:0:1]:8080/x")));
+    assert_eq!(v6.host_header, "[::1]:8080");
+  }
+
+  #[tokio::test]
+  async fn h10_requests_in_turn_share_one_connection_with_reqwests_host_and_accept() {
+    let server = serve("127.0.0.1", |r| Answer::new("200 OK").body(r.path.clone())).await;
+    let at = url(&format!("{}/mcp?x=1", server.origin));
+    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    for _ in 0..3 {
+      assert_eq!(text(&origin, &at, Some("{}")).await, "/mcp?x=1");
+    }
+    let requests = server.requests();
+    assert_eq!(
+      requests.iter().map(|r| r.connection).collect::<Vec<_>>(),
+      [0, 0, 0]
+    );
+    let host = at.host_str().unwrap().to_string() + ":" + &at.port().unwrap().to_string();
+    assert_eq!(requests[0].header("host"), Some(host.as_str()));
+    assert_eq!(requests[0].header("accept"), Some("*/*"));
+    assert_eq!(requests[0].header("content-length"), Some("2"));
+    assert_eq!(requests[0].body, "{}");
+  }
+
+  #[tokio::test]
+  async fn h10_an_answer_dropped_unread_takes_its_connection_with_it() {
+    let server = serve("127.0.0.1", |_| Answer::new("200 OK").body("unread")).await;
+    let at = url(&format!("{}/mcp", server.origin));
+    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let answer = origin
+      .send(Method::GET, &at, HeaderMap::new(), None)
+      .await
+      .unwrap();
+    drop(answer);
+    assert_eq!(text(&origin, &at, None).await, "unread");
+    // An empty answer is whole without being read: its connection is kept.
+    let empty = serve("127.0.0.1", |_| Answer::new("202 Accepted")).await;
+    let at = url(&format!("{}/mcp", empty.origin));
+    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    for _ in 0..2 {
+      drop(
+        origin
+          .send(Method::POST, &at, HeaderMap::new(), None)
+          .await
+          .unwrap(),
+      );
+    }
+    let connections = |s: &crate::transport::test_http::Server| {
+      s.requests()
+        .iter()
+        .map(|r| r.connection)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(connections(&server), [0, 1]);
+    assert_eq!(connections(&empty), [0, 0]);
+  }
+
+  #[tokio::test]
+  async fn h10_a_connection_the_server_closed_while_kept_is_replaced_and_nothing_sent_twice() {
+    let server = serve("127.0.0.1", |_| Answer::new("200 OK").body("ok").close()).await;
+    let at = url(&format!("{}/mcp", server.origin));
+    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    for _ in 0..3 {
+      assert_eq!(text(&origin, &at, Some("{}")).await, "ok");
+      tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let requests = server.requests();
+    assert_eq!(
+      requests.iter().map(|r| r.connection).collect::<Vec<_>>(),
+      [0, 1, 2]
+    );
+  }
+
+  #[tokio::test]
+  async fn w8_a_refused_connection_keeps_the_os_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = url(&format!("http://{}/mcp", listener.local_addr().unwrap()));
+    drop(listener);
+    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let error = origin
+      .send(Method::GET, &at, HeaderMap::new(), None)
+      .await
+      .unwrap_err();
+    let io = error.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+  }
+}
