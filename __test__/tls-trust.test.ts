@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-ignore a fixture in plain JS
 import { loadTimeTransportsScript, makeCa, startHttps } from "./fixtures/tls-ca.mjs";
 import { startOAuthFixture } from "./fixtures/oauth-server";
-import { native } from "./helpers";
+import { init, native } from "./helpers";
 
 let ca: any;
 let server: { url: string; close: () => Promise<void> };
@@ -135,6 +135,48 @@ describe("H10 trust and OAuth", () => {
       }
     } finally {
       await f.close();
+    }
+  });
+});
+
+describe("H10 connections over TLS", () => {
+  const calls = async (url: string) => {
+    const t = await native.createHttpTransport({ type: "http", url, ca: ca.ca, timeout: 5000 });
+    try {
+      await t.request("initialize", init);
+      const together = await Promise.all(Array.from({ length: 16 }, () => t.request("tools/list", {})));
+      expect(together.every((answer: any) => Array.isArray(answer.tools))).toBe(true);
+      for (let i = 0; i < 5; i++) await t.request("tools/list", {});
+    } finally {
+      await t.close();
+    }
+  };
+
+  it("H10: a server offering HTTP/2 gets every call on one HTTP/2 connection, calls at once included", async () => {
+    const h2 = await startHttps(ca, { http2: true });
+    try {
+      await calls(h2.url);
+      expect(new Set(h2.versions())).toEqual(new Set(["2.0"]));
+      expect(h2.connections()).toBe(1);
+    } finally {
+      await h2.close();
+    }
+  });
+
+  it("H10: a server speaking HTTP/1.1 only gets a connection per call at once, and calls in turn reuse them", async () => {
+    const h1 = await startHttps(ca);
+    try {
+      await calls(h1.url);
+      expect(new Set(h1.versions())).toEqual(new Set(["1.1"]));
+      expect(h1.connections()).toBeGreaterThan(1);
+      expect(h1.connections()).toBeLessThanOrEqual(17);
+      const before = h1.connections();
+      const t = await native.createHttpTransport({ type: "http", url: h1.url, ca: ca.ca, timeout: 5000 });
+      for (let i = 0; i < 5; i++) await t.request("tools/list", {});
+      await t.close();
+      expect(h1.connections()).toBe(before + 1);
+    } finally {
+      await h1.close();
     }
   });
 });

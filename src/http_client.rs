@@ -215,6 +215,22 @@ fn tls_config(extra: &[Der]) -> Result<rustls::ClientConfig, String> {
   Ok(config)
 }
 
+/// H10: the TLS settings of a client that checks certificates against the system's roots,
+/// `NODE_EXTRA_CA_CERTS` and what `trust` adds; `None` when `trust` checks none.
+///
+/// # Errors
+/// A `ca` entry that holds no certificate, or that the platform's verifier refuses.
+pub fn tls_settings(trust: &Trust) -> Result<Option<rustls::ClientConfig>, String> {
+  if trust.insecure {
+    return Ok(None);
+  }
+  let mut extra = process_extra_certs().to_vec();
+  for pem in &trust.ca {
+    extra.extend(pem_certificates(pem.as_bytes())?);
+  }
+  tls_config(&trust_set(extra)).map(Some)
+}
+
 /// H10: a client builder trusting the system's roots, `NODE_EXTRA_CA_CERTS` and what
 /// `trust` adds, going through the proxies `trust` names.
 ///
@@ -222,14 +238,9 @@ fn tls_config(extra: &[Der]) -> Result<rustls::ClientConfig, String> {
 /// A `ca` entry that holds no certificate, or that the platform's verifier refuses.
 pub fn builder_trusting(trust: &Trust) -> Result<reqwest::ClientBuilder, String> {
   provider();
-  let builder = if trust.insecure {
-    reqwest::Client::builder().tls_danger_accept_invalid_certs(true)
-  } else {
-    let mut extra = process_extra_certs().to_vec();
-    for pem in &trust.ca {
-      extra.extend(pem_certificates(pem.as_bytes())?);
-    }
-    reqwest::Client::builder().tls_backend_preconfigured(tls_config(&trust_set(extra))?)
+  let builder = match tls_settings(trust)? {
+    Some(config) => reqwest::Client::builder().tls_backend_preconfigured(config),
+    None => reqwest::Client::builder().tls_danger_accept_invalid_certs(true),
   };
   match &trust.proxies {
     Some(vars) => with_proxies(builder, vars),

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, CONTENT_TYPE, LOCATION};
 use reqwest::{Client, Method, Response, Url};
 
-use super::direct_http1::DirectOrigin;
+use super::direct_origin::DirectOrigin;
 use crate::error::{errno_name, CoreError};
 use crate::protocol::destination;
 use crate::protocol::redirects::{self, FetchHop, Hop};

@@ -1,5 +1,5 @@
 //! Moving frames: child-process stdio and HTTP. Transports feed a `Session`.
-pub mod direct_http1;
+pub mod direct_origin;
 pub mod event_stream;
 pub mod fetch;
 pub mod host_stream;

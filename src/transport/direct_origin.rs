@@ -1,10 +1,13 @@
-//! Plain-HTTP/1.1 requests to a transport's own origin on hyper's connection API, with a
-//! keep-alive pool of their own. reqwest re-parses the URL, walks its redirect, proxy and
-//! pool layers and rebuilds its header maps on every request; a transport talks to one
-//! origin, so this path does that once per transport. It is taken only where reqwest would
-//! connect directly (`http:` and no proxy for the origin); anything else goes to reqwest.
+//! Requests to a transport's own origin on hyper's connection API, with connections of
+//! their own: HTTP/1.1 kept alive in a pool, or, where the TLS handshake agrees on it, one
+//! shared HTTP/2 connection. reqwest re-parses the URL, walks its redirect, proxy and pool
+//! layers and rebuilds its header maps on every request; a transport talks to one origin,
+//! so this path does that once per transport. It is taken only where reqwest would
+//! connect directly (no proxy for the origin) and check certificates; anything else goes
+//! to reqwest.
 use std::error::Error;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -12,16 +15,20 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{Either, Empty, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::SendRequest;
+use hyper::client::conn::{http1, http2};
 use hyper_util::client::proxy::matcher::Matcher;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, HOST};
 use reqwest::{Method, Url};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 
 use crate::http_client::{ProxyVars, Trust};
 
 type RequestBody = Either<Full<Bytes>, Empty<Bytes>>;
-type Sender = SendRequest<RequestBody>;
+type Http1 = http1::SendRequest<RequestBody>;
+type Http2 = http2::SendRequest<RequestBody>;
 pub type Failure = Box<dyn Error + Send + Sync>;
 
 /// reqwest's idle timeout: a connection unused this long is not reused.
@@ -31,24 +38,37 @@ const MAX_IDLE: usize = 128;
 
 /// The configured origin's connections.
 pub struct DirectOrigin {
+  scheme: &'static str,
   host: String,
   port: u16,
-  host_header: HeaderValue,
-  idle: Mutex<Vec<(Sender, Instant)>>,
+  authority: HeaderValue,
+  tls: Option<(TlsConnector, ServerName<'static>)>,
+  idle: Mutex<Vec<(Http1, Instant)>>,
+  /// The HTTP/2 connection, once a handshake agreed on h2: every request shares it.
+  shared: Mutex<Option<Http2>>,
+  /// Held by the TLS handshake under way while the server may speak HTTP/2.
+  handshaking: tokio::sync::Mutex<()>,
+  /// A handshake agreed on HTTP/1.1: connections open in parallel.
+  http1_only: AtomicBool,
+}
+
+/// A connection ready for one request.
+enum Ready {
+  Http1(Http1),
+  Http2(Http2),
 }
 
 impl DirectOrigin {
-  /// The origin of `url`, if requests to it go straight to it: `http:`, and no proxy for
-  /// it under the rules reqwest goes by (`trust`'s variables, else the system's).
+  /// The origin of `url`, if requests to it go straight to it: no proxy for it under the
+  /// rules reqwest goes by (`trust`'s variables, else the system's), and, for `https:`,
+  /// certificates checked (without checks reqwest's own path is used).
   pub fn for_url(url: &Url, trust: &Trust) -> Option<Arc<Self>> {
-    if url.scheme() != "http" {
-      return None;
-    }
-    let host = match url.host()? {
-      url::Host::Domain(name) => name.to_string(),
-      url::Host::Ipv4(ip) => ip.to_string(),
-      url::Host::Ipv6(ip) => ip.to_string(),
+    let scheme = match url.scheme() {
+      "http" => "http",
+      "https" => "https",
+      _ => return None,
     };
+    let host = host_of(url)?;
     let port = url.port_or_known_default()?;
     let uri: http::Uri = url.as_str().parse().ok()?;
     if proxy_rules(trust.proxies.as_ref())
@@ -57,32 +77,40 @@ impl DirectOrigin {
     {
       return None;
     }
-    let host_header = HeaderValue::from_str(uri.authority()?.as_str()).ok()?;
+    let authority = HeaderValue::from_str(uri.authority()?.as_str()).ok()?;
+    let tls = match scheme {
+      "https" => {
+        let settings = crate::http_client::tls_settings(trust).ok()??;
+        let name = ServerName::try_from(host.clone()).ok()?;
+        Some((TlsConnector::from(Arc::new(settings)), name))
+      }
+      _ => None,
+    };
     Some(Arc::new(DirectOrigin {
+      scheme,
       host,
       port,
-      host_header,
+      authority,
+      tls,
       idle: Mutex::new(Vec::new()),
+      shared: Mutex::new(None),
+      handshaking: tokio::sync::Mutex::new(()),
+      http1_only: AtomicBool::new(false),
     }))
   }
 
   /// Whether `url` is on this origin.
   pub fn serves(&self, url: &Url) -> bool {
-    url.scheme() == "http"
+    url.scheme() == self.scheme
       && url.port_or_known_default() == Some(self.port)
-      && match url.host() {
-        Some(url::Host::Domain(name)) => name == self.host,
-        Some(url::Host::Ipv4(ip)) => ip.to_string() == self.host,
-        Some(url::Host::Ipv6(ip)) => ip.to_string() == self.host,
-        None => false,
-      }
+      && host_of(url).is_some_and(|host| host == self.host)
   }
 
-  /// One request to `url` (on this origin); the answer's body gives its connection back
-  /// to the pool once read to the end.
+  /// One request to `url` (on this origin); over HTTP/1.1 the answer's body gives its
+  /// connection back to the pool once read to the end.
   ///
   /// # Errors
-  /// What connecting, writing or reading the answer's head failed with.
+  /// What connecting, the TLS handshake, writing or reading the answer's head failed with.
   pub async fn send(
     self: &Arc<Self>,
     method: Method,
@@ -90,11 +118,6 @@ impl DirectOrigin {
     mut headers: HeaderMap,
     body: Option<Bytes>,
   ) -> Result<reqwest::Response, Failure> {
-    let target = match url.query() {
-      Some(query) => format!("{}?{query}", url.path()),
-      None => url.path().to_string(),
-    };
-    headers.insert(HOST, self.host_header.clone());
     // reqwest's default, where the request names none.
     headers
       .entry(ACCEPT)
@@ -105,27 +128,54 @@ impl DirectOrigin {
     };
     let mut request = http::Request::new(body);
     *request.method_mut() = method;
-    *request.uri_mut() = target.parse()?;
     *request.headers_mut() = headers;
     loop {
-      let (mut sender, reused) = match self.checkout().await {
-        Some(sender) => (sender, true),
+      let (ready, reused) = match self.reuse().await {
+        Some(ready) => (ready, true),
         None => (self.connect().await?, false),
       };
-      match sender.try_send_request(request).await {
-        Ok(answer) => return Ok(self.answer(answer, sender, url)),
-        Err(mut error) => match error.take_message() {
-          // A kept connection the server had closed meanwhile: the request never left,
-          // so it goes again on a fresh one (as reqwest's pool retries it).
-          Some(unsent) if reused => request = unsent,
-          _ => return Err(error.into_error().into()),
-        },
+      match ready {
+        Ready::Http2(mut sender) => {
+          // HTTP/2 names the origin in the URI (`:scheme`, `:authority`), not in `host`.
+          *request.uri_mut() = http::Uri::builder()
+            .scheme(self.scheme)
+            .authority(self.authority.as_bytes())
+            .path_and_query(origin_form(url))
+            .build()?;
+          request.headers_mut().remove(HOST);
+          return match sender.send_request(request).await {
+            Ok(answer) => Ok(self.answer(answer, None, url)),
+            Err(error) => {
+              self.forget_shared(&sender);
+              Err(error.into())
+            }
+          };
+        }
+        Ready::Http1(mut sender) => {
+          *request.uri_mut() = origin_form(url).parse()?;
+          request.headers_mut().insert(HOST, self.authority.clone());
+          match sender.try_send_request(request).await {
+            Ok(answer) => return Ok(self.answer(answer, Some(sender), url)),
+            Err(mut error) => match error.take_message() {
+              // A kept connection the server had closed meanwhile: the request never
+              // left, so it goes again on a fresh one (as reqwest's pool retries it).
+              Some(unsent) if reused => request = unsent,
+              _ => return Err(error.into_error().into()),
+            },
+          }
+        }
       }
     }
   }
 
-  /// A kept connection ready for a request, if there is one.
-  async fn checkout(&self) -> Option<Sender> {
+  /// The shared HTTP/2 connection or a kept HTTP/1.1 one, ready for a request.
+  async fn reuse(&self) -> Option<Ready> {
+    if let Some(mut sender) = self.shared_sender() {
+      if sender.ready().await.is_ok() {
+        return Some(Ready::Http2(sender));
+      }
+      self.forget_shared(&sender);
+    }
     loop {
       let (mut sender, since) = self
         .idle
@@ -136,30 +186,72 @@ impl DirectOrigin {
         continue;
       }
       if sender.ready().await.is_ok() {
-        return Some(sender);
+        return Some(Ready::Http1(sender));
       }
     }
   }
 
-  async fn connect(&self) -> Result<Sender, Failure> {
-    let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    // Ends when the sender and every answer's body are gone, or the server closes.
+  fn shared_sender(&self) -> Option<Http2> {
+    let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+    shared.as_ref().filter(|s| !s.is_closed()).cloned()
+  }
+
+  /// Drops the shared HTTP/2 connection if it is still `failed` (a newer one stays).
+  fn forget_shared(&self, failed: &Http2) {
+    let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+    if shared
+      .as_ref()
+      .is_some_and(|s| s.is_closed() || failed.is_closed())
+    {
+      *shared = None;
+    }
+  }
+
+  async fn connect(&self) -> Result<Ready, Failure> {
+    let Some((connector, name)) = &self.tls else {
+      return http1_over(TokioIo::new(self.tcp().await?))
+        .await
+        .map(Ready::Http1);
+    };
+    // Until a handshake says the server speaks HTTP/1.1 only, one handshake at a time: an
+    // HTTP/2 connection is shared, so 64 first requests at once open one, not 64.
+    let _one_at_a_time = if self.http1_only.load(Ordering::Acquire) {
+      None
+    } else {
+      let turn = self.handshaking.lock().await;
+      if let Some(sender) = self.shared_sender() {
+        return Ok(Ready::Http2(sender));
+      }
+      Some(turn)
+    };
+    let tls = connector.connect(name.clone(), self.tcp().await?).await?;
+    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+      self.http1_only.store(true, Ordering::Release);
+      return http1_over(TokioIo::new(tls)).await.map(Ready::Http1);
+    }
+    let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await?;
+    // Ends when every sender is gone, or the server closes.
     tokio::spawn(connection);
-    Ok(sender)
+    *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = Some(sender.clone());
+    Ok(Ready::Http2(sender))
+  }
+
+  async fn tcp(&self) -> std::io::Result<TcpStream> {
+    let tcp = TcpStream::connect((self.host.as_str(), self.port)).await?;
+    tcp.set_nodelay(true)?;
+    Ok(tcp)
   }
 
   fn answer(
     self: &Arc<Self>,
     answer: http::Response<Incoming>,
-    sender: Sender,
+    sender: Option<Http1>,
     url: &Url,
   ) -> reqwest::Response {
     let mut answer = answer.map(|body| {
       reqwest::Body::wrap(PooledBody {
         body,
-        sender: Mutex::new(Some(sender)),
+        sender: Mutex::new(sender),
         origin: Arc::downgrade(self),
       })
     });
@@ -167,7 +259,7 @@ impl DirectOrigin {
     reqwest::Response::from(answer)
   }
 
-  fn give_back(&self, sender: Sender) {
+  fn give_back(&self, sender: Http1) {
     if sender.is_closed() {
       return;
     }
@@ -175,6 +267,33 @@ impl DirectOrigin {
     if idle.len() < MAX_IDLE {
       idle.push((sender, Instant::now()));
     }
+  }
+}
+
+async fn http1_over<T>(io: TokioIo<T>) -> Result<Http1, Failure>
+where
+  T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+  let (sender, connection) = http1::handshake(io).await?;
+  // Ends when the sender and every answer's body are gone, or the server closes.
+  tokio::spawn(connection);
+  Ok(sender)
+}
+
+/// A URL's host as the connection and the TLS name want it (an IPv6 address unbracketed).
+fn host_of(url: &Url) -> Option<String> {
+  Some(match url.host()? {
+    url::Host::Domain(name) => name.to_string(),
+    url::Host::Ipv4(ip) => ip.to_string(),
+    url::Host::Ipv6(ip) => ip.to_string(),
+  })
+}
+
+/// The request target of HTTP/1.1: the path and the query.
+fn origin_form(url: &Url) -> String {
+  match url.query() {
+    Some(query) => format!("{}?{query}", url.path()),
+    None => url.path().to_string(),
   }
 }
 
@@ -219,11 +338,11 @@ fn proxy_rules(vars: Option<&ProxyVars>) -> Matcher {
   builder.build()
 }
 
-/// An answer's body that gives its connection back once read to the end (dropped before,
-/// the connection closes: what is left of the answer is never read).
+/// An answer's body that gives its HTTP/1.1 connection back once read to the end (dropped
+/// before, the connection closes: what is left of the answer is never read).
 struct PooledBody {
   body: Incoming,
-  sender: Mutex<Option<Sender>>,
+  sender: Mutex<Option<Http1>>,
   origin: Weak<DirectOrigin>,
 }
 
@@ -314,11 +433,18 @@ mod tests {
   }
 
   #[test]
-  fn h10_only_http_with_no_proxy_for_the_origin_goes_direct() {
+  fn h10_only_an_origin_with_no_proxy_and_checked_certificates_goes_direct() {
     let at = url("http://127.0.0.1:9/mcp");
     let none = vars(&[]);
-    assert!(DirectOrigin::for_url(&url("https://127.0.0.1:9/mcp"), &none).is_none());
     assert!(DirectOrigin::for_url(&at, &none).is_some());
+    let tls = url("https://127.0.0.1:9/mcp");
+    assert!(DirectOrigin::for_url(&tls, &none).is_some());
+    let unchecked = Trust {
+      insecure: true,
+      ..none.clone()
+    };
+    assert!(DirectOrigin::for_url(&tls, &unchecked).is_none());
+    assert!(DirectOrigin::for_url(&url("ftp://127.0.0.1/"), &none).is_none());
     let proxied = vars(&[("HTTP_PROXY", "http://127.0.0.1:3128")]);
     assert!(DirectOrigin::for_url(&at, &proxied).is_none());
     // Only https goes through the proxy: http still goes direct.
@@ -345,7 +471,7 @@ mod tests {
     assert!(!origin.serves(&url("http://127.0.0.1/mcp")));
     let v6 = DirectOrigin::for_url(&url("http://[::1]:8080/"), &vars(&[])).unwrap();
     assert!(v6.serves(&url("http://[0:0:0:0:0:0:0:1]:8080/x")));
-    assert_eq!(v6.host_header, "[::1]:8080");
+    assert_eq!(v6.authority, "[::1]:8080");
   }
 
   #[tokio::test]
