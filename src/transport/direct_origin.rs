@@ -136,13 +136,13 @@ impl DirectOrigin {
       };
       match ready {
         Ready::Http2(mut sender) => {
-          // HTTP/2 names the origin in the URI (`:scheme`, `:authority`), not in `host`.
+          // HTTP/2 names the origin in the URI (`:scheme`, `:authority`); a `host` the
+          // request names goes along as reqwest lets it.
           *request.uri_mut() = http::Uri::builder()
             .scheme(self.scheme)
             .authority(self.authority.as_bytes())
             .path_and_query(origin_form(url))
             .build()?;
-          request.headers_mut().remove(HOST);
           return match sender.send_request(request).await {
             Ok(answer) => Ok(self.answer(answer, None, url)),
             Err(error) => {
@@ -153,7 +153,11 @@ impl DirectOrigin {
         }
         Ready::Http1(mut sender) => {
           *request.uri_mut() = origin_form(url).parse()?;
-          request.headers_mut().insert(HOST, self.authority.clone());
+          // As hyper-util sets it for reqwest: only where the request names none.
+          request
+            .headers_mut()
+            .entry(HOST)
+            .or_insert_with(|| self.authority.clone());
           match sender.try_send_request(request).await {
             Ok(answer) => return Ok(self.answer(answer, Some(sender), url)),
             Err(mut error) => match error.take_message() {
@@ -492,6 +496,20 @@ mod tests {
     assert_eq!(requests[0].header("accept"), Some("*/*"));
     assert_eq!(requests[0].header("content-length"), Some("2"));
     assert_eq!(requests[0].body, "{}");
+  }
+
+  #[tokio::test]
+  async fn h10_a_host_and_an_accept_the_request_names_are_kept_as_reqwest_keeps_them() {
+    let server = serve("127.0.0.1", |_| Answer::new("200 OK")).await;
+    let at = url(&format!("{}/mcp", server.origin));
+    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let mut headers = HeaderMap::new();
+    headers.insert(HOST, HeaderValue::from_static("virtual.example"));
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    drop(origin.send(Method::GET, &at, headers, None).await.unwrap());
+    let sent = &server.requests()[0];
+    assert_eq!(sent.header("host"), Some("virtual.example"));
+    assert_eq!(sent.header("accept"), Some("text/event-stream"));
   }
 
   #[tokio::test]
