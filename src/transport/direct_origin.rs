@@ -16,6 +16,7 @@ use bytes::Bytes;
 use http_body_util::{Either, Empty, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::{http1, http2};
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, HOST};
@@ -23,6 +24,7 @@ use reqwest::{Method, Url};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+use tower_service::Service;
 
 use crate::http_client::{ProxyVars, Trust};
 
@@ -35,6 +37,10 @@ pub type Failure = Box<dyn Error + Send + Sync>;
 const IDLE_LIMIT: Duration = Duration::from_secs(90);
 /// Idle connections kept; more in flight than this at once close when they finish.
 const MAX_IDLE: usize = 128;
+/// How long a request waits for another's TLS handshake before making its own.
+const HANDSHAKE_TURN_WAIT: Duration = Duration::from_secs(10);
+/// Connections one request tries (kept ones the server closed, refusals) before failing.
+const MAX_ATTEMPTS: usize = 8;
 
 /// The configured origin's connections.
 pub struct DirectOrigin {
@@ -42,6 +48,9 @@ pub struct DirectOrigin {
   host: String,
   port: u16,
   authority: HeaderValue,
+  /// The origin, as the connector takes it.
+  dial: http::Uri,
+  connector: HttpConnector,
   tls: Option<(TlsConnector, ServerName<'static>)>,
   idle: Mutex<Vec<(Http1, Instant)>>,
   /// The HTTP/2 connection, once a handshake agreed on h2: every request shares it.
@@ -68,6 +77,10 @@ impl DirectOrigin {
       "https" => "https",
       _ => return None,
     };
+    // reqwest turns a URL's user and password into `Authorization: Basic`: its path.
+    if !url.username().is_empty() || url.password().is_some() {
+      return None;
+    }
     let host = host_of(url)?;
     let port = url.port_or_known_default()?;
     let uri: http::Uri = url.as_str().parse().ok()?;
@@ -86,11 +99,19 @@ impl DirectOrigin {
       }
       _ => None,
     };
+    let dial = http::Uri::builder()
+      .scheme(scheme)
+      .authority(authority.as_bytes())
+      .path_and_query("/")
+      .build()
+      .ok()?;
     Some(Arc::new(DirectOrigin {
       scheme,
       host,
       port,
       authority,
+      dial,
+      connector: connector(),
       tls,
       idle: Mutex::new(Vec::new()),
       shared: Mutex::new(None),
@@ -122,19 +143,23 @@ impl DirectOrigin {
     headers
       .entry(ACCEPT)
       .or_insert(HeaderValue::from_static("*/*"));
-    let body = match body {
-      Some(bytes) => Either::Left(Full::new(bytes)),
-      None => Either::Right(Empty::new()),
+    let build = || {
+      let mut request = http::Request::new(match &body {
+        Some(bytes) => Either::Left(Full::new(bytes.clone())),
+        None => Either::Right(Empty::new()),
+      });
+      *request.method_mut() = method.clone();
+      *request.headers_mut() = headers.clone();
+      request
     };
-    let mut request = http::Request::new(body);
-    *request.method_mut() = method;
-    *request.headers_mut() = headers;
-    loop {
+    let mut request = build();
+    let mut refusals = 0;
+    for _ in 0..MAX_ATTEMPTS {
       let (ready, reused) = match self.reuse().await {
         Some(ready) => (ready, true),
         None => (self.connect().await?, false),
       };
-      match ready {
+      let mut error = match ready {
         Ready::Http2(mut sender) => {
           // HTTP/2 names the origin in the URI (`:scheme`, `:authority`); a `host` the
           // request names goes along as reqwest lets it.
@@ -143,13 +168,13 @@ impl DirectOrigin {
             .authority(self.authority.as_bytes())
             .path_and_query(origin_form(url))
             .build()?;
-          return match sender.send_request(request).await {
-            Ok(answer) => Ok(self.answer(answer, None, url)),
+          match sender.try_send_request(request).await {
+            Ok(answer) => return Ok(self.answer(answer, None, url)),
             Err(error) => {
-              self.forget_shared(&sender);
-              Err(error.into())
+              self.forget_closed_shared();
+              error
             }
-          };
+          }
         }
         Ready::Http1(mut sender) => {
           *request.uri_mut() = origin_form(url).parse()?;
@@ -160,16 +185,27 @@ impl DirectOrigin {
             .or_insert_with(|| self.authority.clone());
           match sender.try_send_request(request).await {
             Ok(answer) => return Ok(self.answer(answer, Some(sender), url)),
-            Err(mut error) => match error.take_message() {
-              // A kept connection the server had closed meanwhile: the request never
-              // left, so it goes again on a fresh one (as reqwest's pool retries it).
-              Some(unsent) if reused => request = unsent,
-              _ => return Err(error.into_error().into()),
-            },
+            Err(error) => error,
           }
         }
-      }
+      };
+      request = match error.take_message() {
+        // A kept connection the server had closed meanwhile: the request never left, so
+        // it goes again on a fresh one (as reqwest's pool retries it).
+        Some(unsent) if reused => unsent,
+        _ => {
+          let error = error.into_error();
+          // HTTP/2's word that the server did not process it: sent again, at most twice,
+          // as reqwest's default retry policy does.
+          if refusals == 2 || !refused_unprocessed(&error) {
+            return Err(error.into());
+          }
+          refusals += 1;
+          build()
+        }
+      };
     }
+    Err("no connection to the server could take the request".into())
   }
 
   /// The shared HTTP/2 connection or a kept HTTP/1.1 one, ready for a request.
@@ -178,7 +214,7 @@ impl DirectOrigin {
       if sender.ready().await.is_ok() {
         return Some(Ready::Http2(sender));
       }
-      self.forget_shared(&sender);
+      self.forget_closed_shared();
     }
     loop {
       let (mut sender, since) = self
@@ -200,35 +236,37 @@ impl DirectOrigin {
     shared.as_ref().filter(|s| !s.is_closed()).cloned()
   }
 
-  /// Drops the shared HTTP/2 connection if it is still `failed` (a newer one stays).
-  fn forget_shared(&self, failed: &Http2) {
+  /// Drops the shared HTTP/2 connection once it has closed (a newer one stays).
+  fn forget_closed_shared(&self) {
     let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-    if shared
-      .as_ref()
-      .is_some_and(|s| s.is_closed() || failed.is_closed())
-    {
+    if shared.as_ref().is_some_and(Http2::is_closed) {
       *shared = None;
     }
   }
 
   async fn connect(&self) -> Result<Ready, Failure> {
     let Some((connector, name)) = &self.tls else {
-      return http1_over(TokioIo::new(self.tcp().await?))
-        .await
-        .map(Ready::Http1);
+      return http1_over(self.tcp().await?).await.map(Ready::Http1);
     };
     // Until a handshake says the server speaks HTTP/1.1 only, one handshake at a time: an
     // HTTP/2 connection is shared, so 64 first requests at once open one, not 64.
     let _one_at_a_time = if self.http1_only.load(Ordering::Acquire) {
       None
     } else {
-      let turn = self.handshaking.lock().await;
-      if let Some(sender) = self.shared_sender() {
-        return Ok(Ready::Http2(sender));
+      match tokio::time::timeout(HANDSHAKE_TURN_WAIT, self.handshaking.lock()).await {
+        Ok(turn) => {
+          if let Some(sender) = self.shared_sender() {
+            return Ok(Ready::Http2(sender));
+          }
+          (!self.http1_only.load(Ordering::Acquire)).then_some(turn)
+        }
+        // A handshake that stalls holds the others back for a while, not for good.
+        Err(_) => None,
       }
-      Some(turn)
     };
-    let tls = connector.connect(name.clone(), self.tcp().await?).await?;
+    let tls = connector
+      .connect(name.clone(), self.tcp().await?.into_inner())
+      .await?;
     if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
       self.http1_only.store(true, Ordering::Release);
       return http1_over(TokioIo::new(tls)).await.map(Ready::Http1);
@@ -240,10 +278,11 @@ impl DirectOrigin {
     Ok(Ready::Http2(sender))
   }
 
-  async fn tcp(&self) -> std::io::Result<TcpStream> {
-    let tcp = TcpStream::connect((self.host.as_str(), self.port)).await?;
-    tcp.set_nodelay(true)?;
-    Ok(tcp)
+  /// A TCP connection as reqwest's connector makes it (it is the same one): every address
+  /// of the name, the other family tried after 300 ms, no delay, keep-alive probes.
+  async fn tcp(&self) -> Result<TokioIo<TcpStream>, Failure> {
+    let mut connector = self.connector.clone();
+    Ok(connector.call(self.dial.clone()).await?)
   }
 
   fn answer(
@@ -268,6 +307,8 @@ impl DirectOrigin {
       return;
     }
     let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+    // Connections the server closed or that idled too long go, as reqwest's pool reaps them.
+    idle.retain(|(kept, since)| !kept.is_closed() && since.elapsed() <= IDLE_LIMIT);
     if idle.len() < MAX_IDLE {
       idle.push((sender, Instant::now()));
     }
@@ -282,6 +323,30 @@ where
   // Ends when the sender and every answer's body are gone, or the server closes.
   tokio::spawn(connection);
   Ok(sender)
+}
+
+/// The TCP connector reqwest builds by default (the same type, the same settings).
+fn connector() -> HttpConnector {
+  let mut connector = HttpConnector::new();
+  connector.enforce_http(false);
+  connector.set_nodelay(true);
+  connector.set_keepalive(Some(Duration::from_secs(15)));
+  connector.set_keepalive_interval(Some(Duration::from_secs(15)));
+  connector.set_keepalive_retries(Some(3));
+  #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+  connector.set_tcp_user_timeout(Some(Duration::from_secs(30)));
+  connector
+}
+
+/// An HTTP/2 refusal that says the server did not process the request: a graceful
+/// GOAWAY, or REFUSED_STREAM (RFC 9113 §8.7), as reqwest classifies them.
+fn refused_unprocessed(error: &hyper::Error) -> bool {
+  let Some(h2) = error.source().and_then(|e| e.downcast_ref::<h2::Error>()) else {
+    return false;
+  };
+  h2.is_remote()
+    && ((h2.is_go_away() && h2.reason() == Some(h2::Reason::NO_ERROR))
+      || (h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM)))
 }
 
 /// A URL's host as the connection and the TLS name want it (an IPv6 address unbracketed).
@@ -449,6 +514,9 @@ mod tests {
     };
     assert!(DirectOrigin::for_url(&tls, &unchecked).is_none());
     assert!(DirectOrigin::for_url(&url("ftp://127.0.0.1/"), &none).is_none());
+    // reqwest makes a URL's user and password a Basic authorization: its path.
+    assert!(DirectOrigin::for_url(&url("http://user:pw@127.0.0.1:9/mcp"), &none).is_none());
+    assert!(DirectOrigin::for_url(&url("http://token@127.0.0.1:9/mcp"), &none).is_none());
     let proxied = vars(&[("HTTP_PROXY", "http://127.0.0.1:3128")]);
     assert!(DirectOrigin::for_url(&at, &proxied).is_none());
     // Only https goes through the proxy: http still goes direct.
@@ -571,7 +639,15 @@ mod tests {
       .send(Method::GET, &at, HeaderMap::new(), None)
       .await
       .unwrap_err();
-    let io = error.downcast_ref::<std::io::Error>().unwrap();
-    assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+    // reqwest's connector's error, around the OS's.
+    let mut source: Option<&(dyn Error + 'static)> = Some(error.as_ref());
+    let mut refused = false;
+    while let Some(current) = source {
+      refused |= current
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+      source = current.source();
+    }
+    assert!(refused, "{error:?}");
   }
 }

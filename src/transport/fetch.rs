@@ -194,6 +194,23 @@ mod tests {
   }
 
   #[tokio::test]
+  async fn h10_a_urls_user_and_password_go_as_basic_authorization_never_in_host() {
+    let a = serve("127.0.0.1", |_| Answer::new("200 OK")).await;
+    let url = Url::parse(&format!(
+      "{}/mcp",
+      a.origin.replace("http://", "http://user:pw@")
+    ))
+    .unwrap();
+    let client = Fetcher::new(&url, &Default::default()).unwrap();
+    send(&client, None, Method::POST, &url, HeaderMap::new(), None)
+      .await
+      .unwrap();
+    let sent = &a.requests()[0];
+    assert_eq!(sent.header("authorization"), Some("Basic dXNlcjpwdw=="));
+    assert_eq!(sent.header("host"), Some(&a.origin["http://".len()..]));
+  }
+
+  #[tokio::test]
   async fn a24_another_origin_gets_only_the_generated_headers_locked_or_not() {
     for locked in [false, true] {
       let b = serve("127.0.0.2", |_| Answer::new("200 OK").body("landed")).await;
