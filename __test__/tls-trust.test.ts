@@ -163,6 +163,28 @@ describe("H10 connections over TLS", () => {
     }
   });
 
+  it("H10: a call the HTTP/2 server refuses unprocessed (REFUSED_STREAM) goes again, at most twice, as reqwest retries it", async () => {
+    const h2 = await startHttps(ca, { http2: true, refuse: 5 });
+    const t = await native.createHttpTransport({ type: "http", url: h2.url, ca: ca.ca, timeout: 5000 });
+    const echo = () => t.request("tools/call", { name: "echo", arguments: { text: "again" } });
+    try {
+      await t.request("initialize", init);
+      // Refused three times: the third refusal is the call's error.
+      const refused: any = await echo().catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(Error);
+      expect(refused.message).toMatch(/^fetch failed: https:\/\/127\.0\.0\.1:\d+\/mcp: stream error received: refused stream before processing/);
+      expect(h2.calls()).toBe(3);
+      // Refused twice more, then answered: one call, on the same connection.
+      const answered: any = await echo();
+      expect(answered.content[0].text).toBe("again");
+      expect(h2.calls()).toBe(6);
+      expect(h2.connections()).toBe(1);
+    } finally {
+      await t.close();
+      await h2.close();
+    }
+  });
+
   it("H10: a server speaking HTTP/1.1 only gets a connection per call at once, and calls in turn reuse them", async () => {
     const h1 = await startHttps(ca);
     try {

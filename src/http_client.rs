@@ -48,33 +48,64 @@ impl ProxyVars {
   }
 }
 
-/// H10: the proxy rules of the environment (as reqwest applies them to the C environment):
-/// `NO_PROXY` first, then the scheme's own variable, then `ALL_PROXY`; uppercase before
-/// lowercase. With none of the proxy variables set, reqwest's own choice stands (the
-/// system's settings on macOS and Windows).
-fn with_proxies(
-  builder: reqwest::ClientBuilder,
-  vars: &ProxyVars,
-) -> Result<reqwest::ClientBuilder, String> {
+/// H10: which proxies requests go through, by the rules reqwest applies to the C
+/// environment: `NO_PROXY` first, then the scheme's own variable, then `ALL_PROXY`;
+/// uppercase before lowercase. Both reqwest's client and the direct path go by this one
+/// reading.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ProxyRules<'a> {
+  /// reqwest's own choice: the C environment, and the system's settings on macOS and
+  /// Windows. The runtime set none of the proxy variables, or gave none.
+  System,
+  /// The runtime's variables: a proxy per scheme and the hosts that skip it. A CGI process
+  /// (`REQUEST_METHOD` set) goes through none.
+  Runtime {
+    http: Option<&'a str>,
+    https: Option<&'a str>,
+    no: Option<&'a str>,
+  },
+}
+
+/// The proxy rules `vars` (the runtime's `process.env`; `None`: the C environment's) set.
+pub fn proxy_rules(vars: Option<&ProxyVars>) -> ProxyRules<'_> {
+  let Some(vars) = vars else {
+    return ProxyRules::System;
+  };
   let http = vars.first(&["HTTP_PROXY", "http_proxy"]);
   let https = vars.first(&["HTTPS_PROXY", "https_proxy"]);
   let all = vars.first(&["ALL_PROXY", "all_proxy"]);
   if http.is_none() && https.is_none() && all.is_none() {
-    return Ok(builder);
+    return ProxyRules::System;
   }
-  let mut builder = builder.no_proxy();
   if vars.first(&["REQUEST_METHOD"]).is_some() {
-    return Ok(builder);
+    return ProxyRules::Runtime {
+      http: None,
+      https: None,
+      no: None,
+    };
   }
-  let no = vars
-    .first(&["NO_PROXY", "no_proxy"])
-    .and_then(reqwest::NoProxy::from_string);
+  ProxyRules::Runtime {
+    http: http.or(all),
+    https: https.or(all),
+    no: vars.first(&["NO_PROXY", "no_proxy"]),
+  }
+}
+
+fn with_proxies(
+  builder: reqwest::ClientBuilder,
+  vars: Option<&ProxyVars>,
+) -> Result<reqwest::ClientBuilder, String> {
+  let ProxyRules::Runtime { http, https, no } = proxy_rules(vars) else {
+    return Ok(builder);
+  };
+  let mut builder = builder.no_proxy();
+  let no = no.and_then(reqwest::NoProxy::from_string);
   let invalid = |name: &str| format!("the {name} proxy URL is not valid");
-  if let Some(url) = http.or(all) {
+  if let Some(url) = http {
     let proxy = reqwest::Proxy::http(url).map_err(|_| invalid("HTTP_PROXY"))?;
     builder = builder.proxy(proxy.no_proxy(no.clone()));
   }
-  if let Some(url) = https.or(all) {
+  if let Some(url) = https {
     let proxy = reqwest::Proxy::https(url).map_err(|_| invalid("HTTPS_PROXY"))?;
     builder = builder.proxy(proxy.no_proxy(no));
   }
@@ -121,10 +152,22 @@ fn process_extra_certs() -> &'static [Der] {
 
 /// The certificates of a PEM bundle; none at all is an error.
 fn pem_certificates(pem: &[u8]) -> Result<Vec<Der>, String> {
+  use rustls::pki_types::pem::Error;
   use rustls::pki_types::pem::PemObject;
   let certs = Der::pem_slice_iter(pem)
     .collect::<Result<Vec<_>, _>>()
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| match e {
+      // The markers are bytes in rustls's text ("[78, 79, …]"): said as text here.
+      Error::MissingSectionEnd { end_marker } => format!(
+        "the PEM text's {} section has no END line",
+        String::from_utf8_lossy(&end_marker)
+      ),
+      Error::IllegalSectionStart { line } => format!(
+        "the PEM text has a malformed line \"{}\"",
+        String::from_utf8_lossy(&line)
+      ),
+      other => other.to_string(),
+    })?;
   if certs.is_empty() {
     return Err("no certificate in the PEM text".to_string());
   }
@@ -237,15 +280,24 @@ pub fn tls_settings(trust: &Trust) -> Result<Option<rustls::ClientConfig>, Strin
 /// # Errors
 /// A `ca` entry that holds no certificate, or that the platform's verifier refuses.
 pub fn builder_trusting(trust: &Trust) -> Result<reqwest::ClientBuilder, String> {
+  builder_with(tls_settings(trust)?, trust.proxies.as_ref())
+}
+
+/// A client builder with TLS `settings` made by `tls_settings` (`None`: no checks), going
+/// through the proxies `proxies` name.
+///
+/// # Errors
+/// A proxy URL that is not one.
+pub fn builder_with(
+  settings: Option<rustls::ClientConfig>,
+  proxies: Option<&ProxyVars>,
+) -> Result<reqwest::ClientBuilder, String> {
   provider();
-  let builder = match tls_settings(trust)? {
+  let builder = match settings {
     Some(config) => reqwest::Client::builder().tls_backend_preconfigured(config),
     None => reqwest::Client::builder().tls_danger_accept_invalid_certs(true),
   };
-  match &trust.proxies {
-    Some(vars) => with_proxies(builder, vars),
-    None => Ok(builder),
-  }
+  with_proxies(builder, proxies)
 }
 
 /// H10: a client builder trusting the system's roots and `NODE_EXTRA_CA_CERTS`.
@@ -299,10 +351,32 @@ mod tests {
       ("HTTP_PROXY".into(), "http://upper".into()),
       ("REQUEST_METHOD".into(), "GET".into()),
     ]);
-    assert!(with_proxies(reqwest::Client::builder(), &cgi).is_ok());
+    let none = ProxyRules::Runtime {
+      http: None,
+      https: None,
+      no: None,
+    };
+    assert_eq!(proxy_rules(Some(&cgi)), none);
+    assert!(with_proxies(reqwest::Client::builder(), Some(&cgi)).is_ok());
+    let all = ProxyVars(vec![
+      ("all_proxy".into(), "http://all".into()),
+      ("HTTPS_PROXY".into(), "http://secure".into()),
+      ("NO_PROXY".into(), "localhost".into()),
+    ]);
+    assert_eq!(
+      proxy_rules(Some(&all)),
+      ProxyRules::Runtime {
+        http: Some("http://all"),
+        https: Some("http://secure"),
+        no: Some("localhost"),
+      }
+    );
+    let unset = ProxyVars(vec![("NO_PROXY".into(), "localhost".into())]);
+    assert_eq!(proxy_rules(Some(&unset)), ProxyRules::System);
+    assert_eq!(proxy_rules(None), ProxyRules::System);
     let bad = ProxyVars(vec![("HTTPS_PROXY".into(), "not a url with spaces".into())]);
     assert_eq!(
-      with_proxies(reqwest::Client::builder(), &bad)
+      with_proxies(reqwest::Client::builder(), Some(&bad))
         .err()
         .as_deref(),
       Some("the HTTPS_PROXY proxy URL is not valid")

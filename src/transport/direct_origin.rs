@@ -26,7 +26,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tower_service::Service;
 
-use crate::http_client::{ProxyVars, Trust};
+use crate::http_client::{ProxyRules, ProxyVars};
 
 type RequestBody = Either<Full<Bytes>, Empty<Bytes>>;
 type Http1 = http1::SendRequest<RequestBody>;
@@ -44,9 +44,11 @@ const MAX_ATTEMPTS: usize = 8;
 
 /// The configured origin's connections.
 pub struct DirectOrigin {
+  /// The origin as a URL spells it, to tell which requests are its own.
   scheme: &'static str,
   host: String,
   port: u16,
+  /// The origin on the wire: `Host` and `:authority`.
   authority: HeaderValue,
   /// The origin, as the connector takes it.
   dial: http::Uri,
@@ -69,9 +71,14 @@ enum Ready {
 
 impl DirectOrigin {
   /// The origin of `url`, if requests to it go straight to it: no proxy for it under the
-  /// rules reqwest goes by (`trust`'s variables, else the system's), and, for `https:`,
-  /// certificates checked (without checks reqwest's own path is used).
-  pub fn for_url(url: &Url, trust: &Trust) -> Option<Arc<Self>> {
+  /// rules reqwest goes by (`proxies`, else the system's), and, for `https:`, certificates
+  /// checked by `tls` (the settings reqwest's client has; `None`: unchecked, reqwest's
+  /// own path is used).
+  pub fn for_url(
+    url: &Url,
+    proxies: Option<&ProxyVars>,
+    tls: Option<&rustls::ClientConfig>,
+  ) -> Option<Arc<Self>> {
     let scheme = match url.scheme() {
       "http" => "http",
       "https" => "https",
@@ -81,21 +88,17 @@ impl DirectOrigin {
     if !url.username().is_empty() || url.password().is_some() {
       return None;
     }
-    let host = host_of(url)?;
+    let host = url.host_str()?.to_string();
     let port = url.port_or_known_default()?;
     let uri: http::Uri = url.as_str().parse().ok()?;
-    if proxy_rules(trust.proxies.as_ref())
-      .intercept(&uri)
-      .is_some()
-    {
+    if matcher(proxies).intercept(&uri).is_some() {
       return None;
     }
     let authority = HeaderValue::from_str(uri.authority()?.as_str()).ok()?;
     let tls = match scheme {
       "https" => {
-        let settings = crate::http_client::tls_settings(trust).ok()??;
-        let name = ServerName::try_from(host.clone()).ok()?;
-        Some((TlsConnector::from(Arc::new(settings)), name))
+        let name = ServerName::try_from(tls_name(url)?).ok()?;
+        Some((TlsConnector::from(Arc::new(tls?.clone())), name))
       }
       _ => None,
     };
@@ -124,7 +127,7 @@ impl DirectOrigin {
   pub fn serves(&self, url: &Url) -> bool {
     url.scheme() == self.scheme
       && url.port_or_known_default() == Some(self.port)
-      && host_of(url).is_some_and(|host| host == self.host)
+      && url.host_str() == Some(self.host.as_str())
   }
 
   /// One request to `url` (on this origin); over HTTP/1.1 the answer's body gives its
@@ -143,16 +146,18 @@ impl DirectOrigin {
     headers
       .entry(ACCEPT)
       .or_insert(HeaderValue::from_static("*/*"));
-    let build = || {
+    let build = |headers: HeaderMap| {
       let mut request = http::Request::new(match &body {
         Some(bytes) => Either::Left(Full::new(bytes.clone())),
         None => Either::Right(Empty::new()),
       });
       *request.method_mut() = method.clone();
-      *request.headers_mut() = headers.clone();
+      *request.headers_mut() = headers;
       request
     };
-    let mut request = build();
+    let mut request = build(headers);
+    // What a refused HTTP/2 request is built again from (HTTP/1.1 hands an unsent one back).
+    let mut spare = None;
     let mut refusals = 0;
     for _ in 0..MAX_ATTEMPTS {
       let (ready, reused) = match self.reuse().await {
@@ -161,6 +166,7 @@ impl DirectOrigin {
       };
       let mut error = match ready {
         Ready::Http2(mut sender) => {
+          spare.get_or_insert_with(|| request.headers().clone());
           // HTTP/2 names the origin in the URI (`:scheme`, `:authority`); a `host` the
           // request names goes along as reqwest lets it.
           *request.uri_mut() = http::Uri::builder()
@@ -197,11 +203,14 @@ impl DirectOrigin {
           let error = error.into_error();
           // HTTP/2's word that the server did not process it: sent again, at most twice,
           // as reqwest's default retry policy does.
-          if refusals == 2 || !refused_unprocessed(&error) {
+          let Some(headers) = spare.clone().filter(|_| refusals < 2) else {
+            return Err(error.into());
+          };
+          if !refused_unprocessed(&error) {
             return Err(error.into());
           }
           refusals += 1;
-          build()
+          build(headers)
         }
       };
     }
@@ -349,8 +358,8 @@ fn refused_unprocessed(error: &hyper::Error) -> bool {
       || (h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM)))
 }
 
-/// A URL's host as the connection and the TLS name want it (an IPv6 address unbracketed).
-fn host_of(url: &Url) -> Option<String> {
+/// A URL's host as the TLS name wants it (an IPv6 address unbracketed).
+fn tls_name(url: &Url) -> Option<String> {
   Some(match url.host()? {
     url::Host::Domain(name) => name.to_string(),
     url::Host::Ipv4(ip) => ip.to_string(),
@@ -378,33 +387,24 @@ pub fn answered_url(response: &reqwest::Response) -> &Url {
     .map_or_else(|| response.url(), |answered| &answered.0)
 }
 
-/// The proxy rules reqwest applies: the calling runtime's variables when it set any, else
-/// the system's (the C environment, and the settings of macOS and Windows).
-fn proxy_rules(vars: Option<&ProxyVars>) -> Matcher {
-  let Some(vars) = vars else {
-    return Matcher::from_system();
-  };
-  let value = |names: &[&str]| vars.first(names).map(str::to_string);
-  let http = value(&["HTTP_PROXY", "http_proxy"]);
-  let https = value(&["HTTPS_PROXY", "https_proxy"]);
-  let all = value(&["ALL_PROXY", "all_proxy"]);
-  if http.is_none() && https.is_none() && all.is_none() {
-    return Matcher::from_system();
+/// `proxies`' rules as hyper-util's matcher, the one reqwest's own proxies go by.
+fn matcher(proxies: Option<&ProxyVars>) -> Matcher {
+  match crate::http_client::proxy_rules(proxies) {
+    ProxyRules::System => Matcher::from_system(),
+    ProxyRules::Runtime { http, https, no } => {
+      let mut builder = Matcher::builder();
+      if let Some(url) = http {
+        builder = builder.http(url);
+      }
+      if let Some(url) = https {
+        builder = builder.https(url);
+      }
+      if let Some(no) = no {
+        builder = builder.no(no);
+      }
+      builder.build()
+    }
   }
-  let mut builder = Matcher::builder();
-  if value(&["REQUEST_METHOD"]).is_some() {
-    return builder.build();
-  }
-  if let Some(url) = http.or(all.clone()) {
-    builder = builder.http(url);
-  }
-  if let Some(url) = https.or(all) {
-    builder = builder.https(url);
-  }
-  if let Some(no) = value(&["NO_PROXY", "no_proxy"]) {
-    builder = builder.no(no);
-  }
-  builder.build()
 }
 
 /// An answer's body that gives its HTTP/1.1 connection back once read to the end (dropped
@@ -464,6 +464,7 @@ impl Drop for PooledBody {
 #[cfg(test)]
 mod tests {
   use super::*;
+  use crate::http_client::Trust;
   use crate::transport::test_http::{serve, Answer};
 
   fn vars(pairs: &[(&str, &str)]) -> Trust {
@@ -476,6 +477,12 @@ mod tests {
       )),
       ..Trust::default()
     }
+  }
+
+  /// The origin a transport configured with `at` and `trust` goes direct to.
+  fn direct(at: &Url, trust: &Trust) -> Option<Arc<DirectOrigin>> {
+    let tls = crate::http_client::tls_settings(trust).unwrap();
+    DirectOrigin::for_url(at, trust.proxies.as_ref(), tls.as_ref())
   }
 
   fn url(text: &str) -> Url {
@@ -505,43 +512,43 @@ mod tests {
   fn h10_only_an_origin_with_no_proxy_and_checked_certificates_goes_direct() {
     let at = url("http://127.0.0.1:9/mcp");
     let none = vars(&[]);
-    assert!(DirectOrigin::for_url(&at, &none).is_some());
+    assert!(direct(&at, &none).is_some());
     let tls = url("https://127.0.0.1:9/mcp");
-    assert!(DirectOrigin::for_url(&tls, &none).is_some());
+    assert!(direct(&tls, &none).is_some());
     let unchecked = Trust {
       insecure: true,
       ..none.clone()
     };
-    assert!(DirectOrigin::for_url(&tls, &unchecked).is_none());
-    assert!(DirectOrigin::for_url(&url("ftp://127.0.0.1/"), &none).is_none());
+    assert!(direct(&tls, &unchecked).is_none());
+    assert!(direct(&url("ftp://127.0.0.1/"), &none).is_none());
     // reqwest makes a URL's user and password a Basic authorization: its path.
-    assert!(DirectOrigin::for_url(&url("http://user:pw@127.0.0.1:9/mcp"), &none).is_none());
-    assert!(DirectOrigin::for_url(&url("http://token@127.0.0.1:9/mcp"), &none).is_none());
+    assert!(direct(&url("http://user:pw@127.0.0.1:9/mcp"), &none).is_none());
+    assert!(direct(&url("http://token@127.0.0.1:9/mcp"), &none).is_none());
     let proxied = vars(&[("HTTP_PROXY", "http://127.0.0.1:3128")]);
-    assert!(DirectOrigin::for_url(&at, &proxied).is_none());
+    assert!(direct(&at, &proxied).is_none());
     // Only https goes through the proxy: http still goes direct.
     let https_only = vars(&[("https_proxy", "http://127.0.0.1:3128")]);
-    assert!(DirectOrigin::for_url(&at, &https_only).is_some());
+    assert!(direct(&at, &https_only).is_some());
     let around = vars(&[
       ("ALL_PROXY", "http://127.0.0.1:3128"),
       ("NO_PROXY", "127.0.0.1"),
     ]);
-    assert!(DirectOrigin::for_url(&at, &around).is_some());
+    assert!(direct(&at, &around).is_some());
     let cgi = vars(&[
       ("HTTP_PROXY", "http://127.0.0.1:3128"),
       ("REQUEST_METHOD", "GET"),
     ]);
-    assert!(DirectOrigin::for_url(&at, &cgi).is_some());
+    assert!(direct(&at, &cgi).is_some());
   }
 
   #[test]
   fn h10_the_origin_serves_its_own_scheme_host_and_port_only() {
-    let origin = DirectOrigin::for_url(&url("http://localhost/mcp"), &vars(&[])).unwrap();
+    let origin = direct(&url("http://localhost/mcp"), &vars(&[])).unwrap();
     assert!(origin.serves(&url("http://localhost:80/other?q=1")));
     assert!(!origin.serves(&url("https://localhost/mcp")));
     assert!(!origin.serves(&url("http://localhost:8080/mcp")));
     assert!(!origin.serves(&url("http://127.0.0.1/mcp")));
-    let v6 = DirectOrigin::for_url(&url("http://[::1]:8080/"), &vars(&[])).unwrap();
+    let v6 = direct(&url("http://[::1]:8080/"), &vars(&[])).unwrap();
     assert!(v6.serves(&url("http://[0:0:0:0:0:0:0:1]:8080/x")));
     assert_eq!(v6.authority, "[::1]:8080");
   }
@@ -550,7 +557,7 @@ mod tests {
   async fn h10_requests_in_turn_share_one_connection_with_reqwests_host_and_accept() {
     let server = serve("127.0.0.1", |r| Answer::new("200 OK").body(r.path.clone())).await;
     let at = url(&format!("{}/mcp?x=1", server.origin));
-    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let origin = direct(&at, &vars(&[])).unwrap();
     for _ in 0..3 {
       assert_eq!(text(&origin, &at, Some("{}")).await, "/mcp?x=1");
     }
@@ -570,7 +577,7 @@ mod tests {
   async fn h10_a_host_and_an_accept_the_request_names_are_kept_as_reqwest_keeps_them() {
     let server = serve("127.0.0.1", |_| Answer::new("200 OK")).await;
     let at = url(&format!("{}/mcp", server.origin));
-    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let origin = direct(&at, &vars(&[])).unwrap();
     let mut headers = HeaderMap::new();
     headers.insert(HOST, HeaderValue::from_static("virtual.example"));
     headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
@@ -584,7 +591,7 @@ mod tests {
   async fn h10_an_answer_dropped_unread_takes_its_connection_with_it() {
     let server = serve("127.0.0.1", |_| Answer::new("200 OK").body("unread")).await;
     let at = url(&format!("{}/mcp", server.origin));
-    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let origin = direct(&at, &vars(&[])).unwrap();
     let answer = origin
       .send(Method::GET, &at, HeaderMap::new(), None)
       .await
@@ -594,7 +601,7 @@ mod tests {
     // An empty answer is whole without being read: its connection is kept.
     let empty = serve("127.0.0.1", |_| Answer::new("202 Accepted")).await;
     let at = url(&format!("{}/mcp", empty.origin));
-    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let origin = direct(&at, &vars(&[])).unwrap();
     for _ in 0..2 {
       drop(
         origin
@@ -617,7 +624,7 @@ mod tests {
   async fn h10_a_connection_the_server_closed_while_kept_is_replaced_and_nothing_sent_twice() {
     let server = serve("127.0.0.1", |_| Answer::new("200 OK").body("ok").close()).await;
     let at = url(&format!("{}/mcp", server.origin));
-    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let origin = direct(&at, &vars(&[])).unwrap();
     for _ in 0..3 {
       assert_eq!(text(&origin, &at, Some("{}")).await, "ok");
       tokio::time::sleep(Duration::from_millis(20)).await;
@@ -634,7 +641,7 @@ mod tests {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let at = url(&format!("http://{}/mcp", listener.local_addr().unwrap()));
     drop(listener);
-    let origin = DirectOrigin::for_url(&at, &vars(&[])).unwrap();
+    let origin = direct(&at, &vars(&[])).unwrap();
     let error = origin
       .send(Method::GET, &at, HeaderMap::new(), None)
       .await

@@ -13,24 +13,9 @@ use crate::error::{errno_name, CoreError};
 use crate::protocol::destination;
 use crate::protocol::redirects::{self, FetchHop, Hop};
 
-/// The client builder for a transport: it trusts what `trust` adds and follows no redirect
-/// on its own.
-///
-/// # Errors
-/// A `ca` entry that holds no certificate.
-pub fn client_builder(
-  trust: &crate::http_client::Trust,
-) -> Result<reqwest::ClientBuilder, CoreError> {
-  let builder =
-    crate::http_client::builder_trusting(trust).map_err(|reason| CoreError::Network {
-      message: format!("The \"ca\" certificates cannot be used: {reason}"),
-      code: None,
-    })?;
-  Ok(builder.redirect(reqwest::redirect::Policy::none()))
-}
-
-/// A transport's way out: reqwest, and the direct HTTP/1.1 path to the transport's own
-/// origin where reqwest would connect directly too.
+/// A transport's way out: reqwest, and the direct path (`DirectOrigin`: HTTP/1.1 or,
+/// where TLS agrees on it, HTTP/2) to the transport's own origin where reqwest would
+/// connect directly too. Neither follows a redirect on its own.
 #[derive(Clone)]
 pub struct Fetcher {
   client: Client,
@@ -38,15 +23,25 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
-  /// The fetcher of a transport configured with `url`.
+  /// The fetcher of a transport configured with `url`, trusting what `trust` adds.
   ///
   /// # Errors
-  /// A `ca` entry that holds no certificate, a client reqwest cannot build.
+  /// A `ca` entry that holds no certificate, a proxy URL that is not one, a client reqwest
+  /// cannot build.
   pub fn new(url: &Url, trust: &crate::http_client::Trust) -> Result<Self, CoreError> {
-    let client = client_builder(trust)?
+    let refused = |what: &str, reason: String| CoreError::Network {
+      message: format!("The {what} cannot be used: {reason}"),
+      code: None,
+    };
+    // Worked out once, for both ways out: each `ca` is parsed here only.
+    let tls = crate::http_client::tls_settings(trust)
+      .map_err(|reason| refused("\"ca\" certificates", reason))?;
+    let client = crate::http_client::builder_with(tls.clone(), trust.proxies.as_ref())
+      .map_err(|reason| refused("proxy", reason))?
+      .redirect(reqwest::redirect::Policy::none())
       .build()
       .map_err(|e| network_error(url, &e))?;
-    let direct = DirectOrigin::for_url(url, trust);
+    let direct = DirectOrigin::for_url(url, trust.proxies.as_ref(), tls.as_ref());
     Ok(Fetcher { client, direct })
   }
 
@@ -191,6 +186,38 @@ mod tests {
     let locked_to = locked.then_some(&url);
     let body = Some(Bytes::from_static(b"{}"));
     send(&client, locked_to, Method::POST, &url, headers(), body).await
+  }
+
+  #[test]
+  fn h10_a_ca_without_certificates_and_a_bad_proxy_url_are_refused_each_by_its_name() {
+    use crate::http_client::{ProxyVars, Trust};
+    let url = Url::parse("https://127.0.0.1:9/mcp").unwrap();
+    let message = |trust: Trust| match Fetcher::new(&url, &trust) {
+      Err(CoreError::Network { message, .. }) => message,
+      _ => panic!("expected a refusal"),
+    };
+    let ca = |pem: &str| Trust {
+      ca: vec![pem.to_string()],
+      ..Trust::default()
+    };
+    assert_eq!(
+      message(ca("-----BEGIN CERTIFICATE-----\nMIIB\n")),
+      "The \"ca\" certificates cannot be used: the PEM text's CERTIFICATE section has no END line"
+    );
+    assert_eq!(
+      message(ca(
+        "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
+      )),
+      "The \"ca\" certificates cannot be used: no certificate in the PEM text"
+    );
+    let proxies = ProxyVars(vec![("HTTPS_PROXY".into(), "not a url with spaces".into())]);
+    assert_eq!(
+      message(Trust {
+        proxies: Some(proxies),
+        ..Trust::default()
+      }),
+      "The proxy cannot be used: the HTTPS_PROXY proxy URL is not valid"
+    );
   }
 
   #[tokio::test]
