@@ -26,6 +26,17 @@ describe("T1 callbacks", () => {
 });
 
 describe("T2 outgoing frames", () => {
+  it("T2: params of every length arrive intact, a multi-byte character at any place included", async () => {
+    const t = await connect();
+    // Around the 1 KiB a string is first read into: a cut there must never go unnoticed.
+    for (let n = 990; n <= 1030; n++) {
+      for (const c of ["é", "€", "😀"]) {
+        const text = "a".repeat(n) + c + "z";
+        expect(await t.request("echo/params", { text })).toEqual({ params: { text } });
+      }
+    }
+  });
+
   it("T2: requests carry jsonrpc, a unique id, method and params ({} when omitted); notifications have no id", async () => {
     const t = await connect();
     await t.notify("notifications/initialized");

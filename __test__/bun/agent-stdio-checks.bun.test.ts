@@ -21,6 +21,22 @@ function trackUnhandled() {
 const bunScript = (source: string) => ({ type: "stdio" as const, command: process.execPath, args: ["-e", source] });
 
 describe("StdioTransport as the agent checks it, on Bun", () => {
+  it("T2: params of every length arrive intact, a multi-byte character at any place included", async () => {
+    // The server echoes each request's params; around the 1 KiB a string is first read into.
+    transport = new native.StdioTransport(
+      bunScript(
+        "for await (const line of console) { const m = JSON.parse(line); console.log(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.params })); }",
+      ),
+    );
+    await transport.connect();
+    for (let n = 990; n <= 1030; n++) {
+      for (const c of ["é", "€", "😀"]) {
+        const text = "a".repeat(n) + c + "z";
+        expect(await transport.request("echo", { text })).toEqual({ text });
+      }
+    }
+  });
+
   it("T10: notify before connect() and after close() rejects 'Transport not connected'", async () => {
     transport = new native.StdioTransport(bunScript("await Bun.sleep(60_000)"));
     await expect(transport.notify("noop")).rejects.toThrow("Transport not connected");

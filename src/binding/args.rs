@@ -73,13 +73,19 @@ pub fn method(js: Js, value: Value) -> ArgResult<String> {
 
 /// T2: `params` is an object (or absent); returned as JSON text.
 pub fn params(js: Js, value: Option<Value>) -> Result<Option<String>, ParamsError> {
-  let Some(value) = value.filter(|v| !js.is_nullish(*v)) else {
+  let Some(value) = value else {
     return Ok(None);
   };
-  if !js.is_record(value) {
-    return Err(ParamsError::Type(
-      "The \"params\" argument must be an object".to_string(),
-    ));
+  // One type check for both questions: absent, or a record.
+  use napi::sys::ValueType;
+  match js.type_of(value) {
+    ValueType::napi_undefined | ValueType::napi_null => return Ok(None),
+    ValueType::napi_object if !js.is_array(value) => {}
+    _ => {
+      return Err(ParamsError::Type(
+        "The \"params\" argument must be an object".to_string(),
+      ))
+    }
   }
   js.json_stringify(value)
     .map_err(|t| ParamsError::Thrown(t.0))

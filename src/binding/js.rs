@@ -323,14 +323,31 @@ impl Js {
   }
 
   pub fn rust_string(&self, value: Value) -> Option<String> {
-    if self.type_of(value) != sys::ValueType::napi_string {
+    // Most strings (a method, a request's params) fit a small buffer: one call reads them,
+    // and its status says whether `value` is a string at all.
+    let mut small = [0u8; 1024];
+    let mut written = 0usize;
+    // SAFETY: `small` is a writable buffer of the length given; `written` a valid out slot.
+    let status = unsafe {
+      sys::napi_get_value_string_utf8(
+        self.env,
+        value,
+        small.as_mut_ptr().cast(),
+        small.len(),
+        &mut written,
+      )
+    };
+    if status != sys::Status::napi_ok {
       return None;
+    }
+    // A cut string fills the buffer up to its NUL, less at most a 4-byte character's rest.
+    if written + 5 <= small.len() {
+      return String::from_utf8(small[..written].to_vec()).ok();
     }
     let mut len = 0usize;
     // SAFETY: value is a string of the current scope; the buffer holds what the length call reported.
     unsafe { sys::napi_get_value_string_utf8(self.env, value, ptr::null_mut(), 0, &mut len) };
     let mut buf = vec![0u8; len + 1];
-    let mut written = 0usize;
     // SAFETY: value is a string of the current scope; the buffer holds what the length call reported.
     unsafe {
       sys::napi_get_value_string_utf8(
@@ -451,37 +468,34 @@ impl Js {
 
   /// `JSON` and one of its methods; the originals are looked up once per thread (a hot
   /// path: every result and notification goes through them).
-  fn json_method(&self, name: &str) -> Result<(Value, Value), Thrown> {
+  /// `JSON.parse` or `JSON.stringify`, as the global `JSON` had them when first asked for.
+  /// Neither reads its `this`, so callers pass the function itself as the receiver: one
+  /// reference to read per call instead of two.
+  fn json_method(&self, name: &str) -> Result<Value, Thrown> {
     thread_local! {
-      static JSON: std::cell::RefCell<Option<(sys::napi_env, [sys::napi_ref; 3])>> =
+      static JSON: std::cell::RefCell<Option<(sys::napi_env, [sys::napi_ref; 2])>> =
         const { std::cell::RefCell::new(None) };
     }
-    let index = if name == "parse" { 1 } else { 2 };
+    let index = usize::from(name != "parse");
     let cached = JSON.with(|cell| {
       let cell = cell.borrow();
-      let (env, refs) = cell.as_ref().filter(|(env, _)| *env == self.env)?;
-      let _ = env;
-      Some((self.ref_value(refs[0])?, self.ref_value(refs[index])?))
+      let (_, refs) = cell.as_ref().filter(|(env, _)| *env == self.env)?;
+      self.ref_value(refs[index])
     });
     if let Some(found) = cached {
       return Ok(found);
     }
     let json = self.get(self.global(), "JSON")?;
-    let parse = self.get(json, "parse")?;
-    let stringify = self.get(json, "stringify")?;
-    let refs = [
-      self.new_ref(json, 1),
-      self.new_ref(parse, 1),
-      self.new_ref(stringify, 1),
-    ];
+    let methods = [self.get(json, "parse")?, self.get(json, "stringify")?];
+    let refs = methods.map(|method| self.new_ref(method, 1));
     JSON.with(|cell| *cell.borrow_mut() = Some((self.env, refs)));
-    Ok((json, if index == 1 { parse } else { stringify }))
+    Ok(methods[index])
   }
 
   /// V8's parser: much faster than building objects through napi (NAPI-NOTES).
   pub fn json_parse(&self, text: &str) -> Result<Value, Thrown> {
-    let (json, parse) = self.json_method("parse")?;
-    self.call(parse, json, &[self.string(text)])
+    let parse = self.json_method("parse")?;
+    self.call(parse, parse, &[self.string(text)])
   }
 
   /// Parsed JSON text, or `undefined` when there is none or it does not parse.
@@ -493,8 +507,8 @@ impl Js {
 
   /// `JSON.stringify(value)`; `None` when the value has no JSON form (`undefined`, a function).
   pub fn json_stringify(&self, value: Value) -> Result<Option<String>, Thrown> {
-    let (json, stringify) = self.json_method("stringify")?;
-    let text = self.call(stringify, json, &[value])?;
+    let stringify = self.json_method("stringify")?;
+    let text = self.call(stringify, stringify, &[value])?;
     Ok(self.rust_string(text))
   }
 
