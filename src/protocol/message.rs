@@ -300,9 +300,29 @@ pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
 
 /// `request_frame` with the id as JSON text (A7: a string id).
 pub fn request_frame_with_id(id: &str, method: &str, params: Option<&str>) -> String {
-  let method = json_string(method);
   let params = params.unwrap_or("{}");
-  format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method},"params":{params}}}"#)
+  // Sized once: a request is framed on the caller's thread, once per call.
+  let mut frame = String::with_capacity(48 + id.len() + method.len() + params.len());
+  frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
+  frame.push_str(id);
+  frame.push_str(r#","method":"#);
+  push_json_string(&mut frame, method);
+  frame.push_str(r#","params":"#);
+  frame.push_str(params);
+  frame.push('}');
+  frame
+}
+
+/// `text` as a JSON string onto `out`. Most methods need no escape, and then none is made.
+fn push_json_string(out: &mut String, text: &str) {
+  // What serde_json escapes: the quote, the backslash and the control characters.
+  if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    out.push_str(&json_string(text));
+  } else {
+    out.push('"');
+    out.push_str(text);
+    out.push('"');
+  }
 }
 
 /// N5: one of our request frames under a new id, its method and params byte-exact; `None`
@@ -866,6 +886,26 @@ mod a7_tests {
       "\"31\"",
     ] {
       assert_eq!(WireId::parse(other), None, "{other}");
+    }
+    for method in [
+      "tools/call",
+      "a\"b",
+      "back\\slash",
+      "line\nfeed",
+      "\u{1}",
+      "é/😀",
+      "\u{7f}",
+    ] {
+      let framed = request_frame_with_id("7", method, Some("[1]"));
+      let parsed: serde_json::Value = serde_json::from_str(&framed).unwrap();
+      assert_eq!(parsed["method"], method);
+      assert_eq!(
+        framed,
+        format!(
+          r#"{{"jsonrpc":"2.0","id":7,"method":{},"params":[1]}}"#,
+          json_string(method)
+        )
+      );
     }
     let frame = request_frame_with_id(&hex_id_json(2), "ping", None);
     assert_eq!(
