@@ -395,6 +395,26 @@ describe("H10 connections and proxies", () => {
     expect(f.connections()).toBe(2);
   });
 
+  it.runIf(process.platform === "linux")("H10: a kept connection probes for a dead peer as reqwest's do: TCP keep-alive after 15 s idle", async () => {
+    const f = await fixture();
+    const t = await connect({ url: f.url });
+    await t.request("json/echo", {});
+    const port = Number(new URL(f.url).port);
+    // /proc/net/tcp, one socket a line: local and remote address as hex ip:port, the state
+    // (01 established), then the timer running ("02": keep-alive) and when it fires, in
+    // 1/100 s. Without keep-alive an idle socket runs no timer; the system default is 2 h.
+    const { readFileSync } = await import("node:fs");
+    const ours = readFileSync("/proc/net/tcp", "utf8")
+      .split("\n")
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((cols) => cols.length > 5 && parseInt(cols[2].split(":")[1], 16) === port && cols[3] === "01");
+    expect(ours).toHaveLength(1);
+    const [timer, when] = ours[0][5].split(":");
+    expect(timer).toBe("02");
+    expect(parseInt(when, 16)).toBeLessThanOrEqual(1500);
+  });
+
   it("H10: HTTP_PROXY is honoured, and NO_PROXY exempts a host", async () => {
     const f = await fixture();
     const proxied: string[] = [];

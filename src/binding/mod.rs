@@ -36,3 +36,12 @@ mod tree_value;
 mod uv;
 mod write_frame;
 mod write_hold;
+
+/// What runs as the addon loads, once per JS thread: the error classes are defined and
+/// exported, and the system's trust store starts loading off the JS thread (H10), so the
+/// first HTTPS transport does not wait for it.
+#[napi_derive::napi(module_exports)]
+pub fn on_load(exports: napi::bindgen_prelude::Object, env: napi::Env) -> napi::Result<()> {
+  crate::http_client::warm_up();
+  transport_error::export_error_classes(exports, env)
+}

@@ -12,11 +12,8 @@ use crate::transport_error::{
   MAX_DATA_ENTRIES,
 };
 
-/// Defines the error classes as the module loads, once per JS thread, and exports them.
-/// The system's trust store starts loading meanwhile, off the JS thread.
-#[napi(module_exports)]
+/// Defines the error classes and exports them (as the module loads, `super::on_load`).
 pub fn export_error_classes(exports: Object, env: Env) -> napi::Result<()> {
-  crate::http_client::warm_up();
   let js = Js::new(env.raw());
   for name in js_error::ERROR_CLASSES {
     let class = js_error::error_class(js, name).map_err(|t| thrown(js, t))?;
