@@ -3,6 +3,8 @@
 //! them into rejections, never synchronous throws. Config objects are read by `crate::config`.
 use std::ffi::OsString;
 
+use napi::sys::ValueType;
+
 use super::js::{Js, Value};
 
 pub type ArgResult<T> = Result<T, String>;
@@ -77,7 +79,6 @@ pub fn params(js: Js, value: Option<Value>) -> Result<Option<String>, ParamsErro
     return Ok(None);
   };
   // One type check for both questions: absent, or a record.
-  use napi::sys::ValueType;
   match js.type_of(value) {
     ValueType::napi_undefined | ValueType::napi_null => return Ok(None),
     ValueType::napi_object if !js.is_array(value) => {}

@@ -159,9 +159,14 @@ pub fn settled(js: Js, value: Value) -> LocalBoxFuture<'static, Result<Held, Hel
 type Settle = Rc<RefCell<Option<oneshot::Sender<Result<Held, Held>>>>>;
 
 fn attach(js: Js, value: Value, sender: &Settle) -> Result<(), Thrown> {
-  let promise_class = js.get(js.global(), "Promise")?;
-  let resolve = js.get(promise_class, "resolve")?;
-  let promise = js.call(resolve, promise_class, &[value])?;
+  // A promise is its own `Promise.resolve` (a stream's `read()` is one, per chunk).
+  let promise = if js.is_promise(value) {
+    value
+  } else {
+    let promise_class = js.get(js.global(), "Promise")?;
+    let resolve = js.get(promise_class, "resolve")?;
+    js.call(resolve, promise_class, &[value])?
+  };
   let then = js.get(promise, "then")?;
   let settle = |ok: bool| {
     let sender = sender.clone();

@@ -12,7 +12,7 @@
 //! - one raw threadsafe function per transport (`Tsfn`), called with no data (napi-rs's
 //!   `ThreadsafeFunction` boxes a value for every call) and referenced only while requests
 //!   are pending.
-use std::ffi::{c_void, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::ptr;
 
 use bytes::Bytes;
@@ -124,8 +124,17 @@ pub struct Js {
   pub env: sys::napi_env,
 }
 
-fn c_name(name: &str) -> CString {
-  CString::new(name).unwrap_or_default()
+/// `name` NUL-terminated for Node-API, handed to `use_name`. Property names are short:
+/// they are copied to the stack instead of a fresh allocation per property read.
+fn with_c_name<T>(name: &str, use_name: impl FnOnce(*const c_char) -> T) -> T {
+  let mut short = [0u8; 64];
+  if name.len() < short.len() && !name.as_bytes().contains(&0) {
+    short[..name.len()].copy_from_slice(name.as_bytes());
+    return use_name(short.as_ptr().cast());
+  }
+  // A name with a NUL in it reads the empty name, as before.
+  let owned = CString::new(name).unwrap_or_default();
+  use_name(owned.as_ptr())
 }
 
 impl Js {
@@ -267,10 +276,12 @@ impl Js {
   }
 
   pub fn get(&self, object: Value, name: &str) -> Result<Value, Thrown> {
-    let name = c_name(name);
     let mut v = ptr::null_mut();
     // SAFETY: object is a value of the current scope; `name` is NUL-terminated.
-    self.check(unsafe { sys::napi_get_named_property(self.env, object, name.as_ptr(), &mut v) })?;
+    let status = with_c_name(name, |name| unsafe {
+      sys::napi_get_named_property(self.env, object, name, &mut v)
+    });
+    self.check(status)?;
     Ok(v)
   }
 
@@ -284,9 +295,10 @@ impl Js {
   }
 
   pub fn set(&self, object: Value, name: &str, value: Value) {
-    let name = c_name(name);
     // SAFETY: object and value are of the current scope; `name` is NUL-terminated.
-    unsafe { sys::napi_set_named_property(self.env, object, name.as_ptr(), value) };
+    with_c_name(name, |name| unsafe {
+      sys::napi_set_named_property(self.env, object, name, value)
+    });
   }
 
   pub fn type_of(&self, value: Value) -> i32 {
@@ -313,6 +325,14 @@ impl Js {
     // SAFETY: value is a value of the current scope; `array` is a valid out slot.
     unsafe { sys::napi_is_array(self.env, value, &mut array) };
     self.type_of(value) == sys::ValueType::napi_object && !array
+  }
+
+  /// A native promise (a subclass's too).
+  pub fn is_promise(&self, value: Value) -> bool {
+    let mut promise = false;
+    // SAFETY: value is a value of the current scope; `promise` is a valid out slot.
+    unsafe { sys::napi_is_promise(self.env, value, &mut promise) };
+    promise
   }
 
   pub fn is_array(&self, value: Value) -> bool {
@@ -466,11 +486,9 @@ impl Js {
     }))
   }
 
-  /// `JSON` and one of its methods; the originals are looked up once per thread (a hot
-  /// path: every result and notification goes through them).
-  /// `JSON.parse` or `JSON.stringify`, as the global `JSON` had them when first asked for.
-  /// Neither reads its `this`, so callers pass the function itself as the receiver: one
-  /// reference to read per call instead of two.
+  /// `JSON.parse` or `JSON.stringify`, the originals, looked up once per thread (a hot path:
+  /// every request, result and notification goes through them). Neither reads its `this`,
+  /// so callers pass the function itself as the receiver: one reference read per call.
   fn json_method(&self, name: &str) -> Result<Value, Thrown> {
     thread_local! {
       static JSON: std::cell::RefCell<Option<(sys::napi_env, [sys::napi_ref; 2])>> =

@@ -203,12 +203,12 @@ impl DirectOrigin {
           let error = error.into_error();
           // HTTP/2's word that the server did not process it: sent again, at most twice,
           // as reqwest's default retry policy does.
-          let Some(headers) = spare.clone().filter(|_| refusals < 2) else {
+          let again = spare
+            .as_ref()
+            .filter(|_| refusals < 2 && refused_unprocessed(&error));
+          let Some(headers) = again.cloned() else {
             return Err(error.into());
           };
-          if !refused_unprocessed(&error) {
-            return Err(error.into());
-          }
           refusals += 1;
           build(headers)
         }
