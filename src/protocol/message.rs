@@ -300,12 +300,22 @@ pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
 
 /// `request_frame` with the id as JSON text (A7: a string id).
 pub fn request_frame_with_id(id: &str, method: &str, params: Option<&str>) -> String {
+  method_frame(Some(id), method, params)
+}
+
+/// A request frame (with `id`) or a notification frame, sized once: every call and every
+/// notification is framed on the caller's thread.
+fn method_frame(id: Option<&str>, method: &str, params: Option<&str>) -> String {
   let params = params.unwrap_or("{}");
-  // Sized once: a request is framed on the caller's thread, once per call.
-  let mut frame = String::with_capacity(48 + id.len() + method.len() + params.len());
-  frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
-  frame.push_str(id);
-  frame.push_str(r#","method":"#);
+  let id_len = id.map_or(0, str::len);
+  let mut frame = String::with_capacity(48 + id_len + method.len() + params.len());
+  frame.push_str(r#"{"jsonrpc":"2.0","#);
+  if let Some(id) = id {
+    frame.push_str(r#""id":"#);
+    frame.push_str(id);
+    frame.push(',');
+  }
+  frame.push_str(r#""method":"#);
   push_json_string(&mut frame, method);
   frame.push_str(r#","params":"#);
   frame.push_str(params);
@@ -313,11 +323,11 @@ pub fn request_frame_with_id(id: &str, method: &str, params: Option<&str>) -> St
   frame
 }
 
-/// `text` as a JSON string onto `out`. Most methods need no escape, and then none is made.
+/// `text` as a JSON string onto `out`. Most texts need no escape, and then none is made.
 fn push_json_string(out: &mut String, text: &str) {
   // What serde_json escapes: the quote, the backslash and the control characters.
   if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-    out.push_str(&json_string(text));
+    out.push_str(&serde_json::Value::from(text).to_string());
   } else {
     out.push('"');
     out.push_str(text);
@@ -457,9 +467,7 @@ pub fn cancelled_request_id(params: Option<&RawValue>) -> Option<String> {
 
 /// T2: a notification frame.
 pub fn notification_frame(method: &str, params: Option<&str>) -> String {
-  let method = json_string(method);
-  let params = params.unwrap_or("{}");
-  format!(r#"{{"jsonrpc":"2.0","method":{method},"params":{params}}}"#)
+  method_frame(None, method, params)
 }
 
 /// T11: the answer to a server request; `id` is the server's id as raw JSON.
@@ -517,7 +525,9 @@ pub fn cancelled_params(request_id: &str, reason: &str) -> String {
 }
 
 fn json_string(s: &str) -> String {
-  serde_json::Value::from(s).to_string()
+  let mut quoted = String::with_capacity(s.len() + 2);
+  push_json_string(&mut quoted, s);
+  quoted
 }
 
 #[cfg(test)]
@@ -895,7 +905,7 @@ mod a7_tests {
   }
 
   #[test]
-  fn t2_a_request_frame_quotes_its_method_as_serde_does() {
+  fn t2_request_and_notification_frames_quote_their_method_as_serde_does() {
     for method in [
       "tools/call",
       "a\"b",
@@ -908,12 +918,15 @@ mod a7_tests {
       let framed = request_frame_with_id("7", method, Some("[1]"));
       let parsed: serde_json::Value = serde_json::from_str(&framed).unwrap();
       assert_eq!(parsed["method"], method);
+      let quoted = serde_json::Value::from(method).to_string();
+      assert_eq!(json_string(method), quoted);
       assert_eq!(
         framed,
-        format!(
-          r#"{{"jsonrpc":"2.0","id":7,"method":{},"params":[1]}}"#,
-          json_string(method)
-        )
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":{quoted},"params":[1]}}"#)
+      );
+      assert_eq!(
+        notification_frame(method, None),
+        format!(r#"{{"jsonrpc":"2.0","method":{quoted},"params":{{}}}}"#)
       );
     }
   }
