@@ -57,6 +57,10 @@ describe("E2 bad arguments", () => {
       [() => t.request("x", "params" as any), "params"],
       [() => t.request("x", [1, 2] as any), "params"],
       [() => t.request("x", 5 as any), "params"],
+      // What goes out must be a JSON object as well.
+      [() => t.request("x", new Date(0) as any), "params"],
+      [() => t.request("x", { toJSON: () => [1] } as any), "params"],
+      [() => t.notify("x", { toJSON: () => "text" } as any), "params"],
       [() => t.request("x", {}, "signal" as any), "options"],
       [() => t.request("x", {}, { signal: {} as any }), "options.signal"],
       [() => t.notify(null as any), "method"],

@@ -52,6 +52,30 @@ describe("T2 outgoing frames", () => {
   });
 });
 
+describe("T2 the receiver", () => {
+  it("T2: request runs only on its own class's objects; a setter called from params' toJSON fails the request, and the transport goes on", async () => {
+    const t = await connect();
+    const request = native.StdioTransport.prototype.request;
+    const http = new native.HttpTransport({ type: "http", url: "http://127.0.0.1:9/mcp" });
+    // Admitted by its own class first: the tag of one class must not open another's.
+    await expect(http.request("ping")).rejects.toThrow("Transport not connected");
+    for (const receiver of [http, Object.create(native.StdioTransport.prototype), undefined, {}]) {
+      expect(() => request.call(receiver, "ping")).toThrow();
+    }
+    expect(() => native.HttpTransport.prototype.request.call(t, "ping")).toThrow();
+    const reentrant = {
+      toJSON() {
+        t.onClose = () => {};
+        return {};
+      },
+    };
+    await expect(t.request("echo/params", reentrant)).rejects.toThrow("cannot be borrowed mutably");
+    const reads = { toJSON: () => ({ connected: t.connected }) };
+    expect(await t.request("echo/params", reads)).toEqual({ params: { connected: true } });
+    expect(await request.call(t, "echo/params", { a: 1 })).toEqual({ params: { a: 1 } });
+  });
+});
+
 describe("T3 ordering", () => {
   it("T3: notifications sent before a response reach onNotification before the promise settles", async () => {
     const t = await connect();

@@ -37,6 +37,33 @@ describe("StdioTransport as the agent checks it, on Bun", () => {
     }
   });
 
+  it("T2: request runs only on its own class's objects (Bun checks no receiver itself); a setter called from params' toJSON fails the request", async () => {
+    transport = new native.StdioTransport(
+      bunScript(
+        "for await (const line of console) { const m = JSON.parse(line); console.log(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.params })); }",
+      ),
+    );
+    await transport.connect();
+    const t = transport;
+    const request = native.StdioTransport.prototype.request;
+    const http = new native.HttpTransport({ type: "http", url: "http://127.0.0.1:9/mcp" });
+    // Admitted by its own class first: the tag of one class must not open another's.
+    await expect(http.request("ping")).rejects.toThrow("Transport not connected");
+    for (const receiver of [http, Object.create(native.StdioTransport.prototype), undefined, {}]) {
+      expect(() => request.call(receiver, "ping")).toThrow();
+    }
+    expect(() => native.HttpTransport.prototype.request.call(t, "ping")).toThrow();
+    const reentrant = {
+      toJSON() {
+        t.onClose = () => {};
+        return {};
+      },
+    };
+    await expect(t.request("echo", reentrant)).rejects.toThrow("cannot be borrowed mutably");
+    expect(await t.request("echo", { toJSON: () => ({ connected: t.connected }) })).toEqual({ connected: true });
+    expect(await request.call(t, "echo", { a: 1 })).toEqual({ a: 1 });
+  });
+
   it("T10: notify before connect() and after close() rejects 'Transport not connected'", async () => {
     transport = new native.StdioTransport(bunScript("await Bun.sleep(60_000)"));
     await expect(transport.notify("noop")).rejects.toThrow("Transport not connected");

@@ -1,11 +1,12 @@
 //! Loose JS arguments of the hot calls (`request`, `notify`) to typed Rust values, and the
 //! host's environment. Errors are TypeError messages naming the field (E2); callers turn
 //! them into rejections, never synchronous throws. Config objects are read by `crate::config`.
+use std::borrow::Cow;
 use std::ffi::OsString;
 
 use napi::sys::ValueType;
 
-use super::js::{Js, Value};
+use super::js::{Js, Thrown, Value};
 
 pub type ArgResult<T> = Result<T, String>;
 
@@ -67,29 +68,36 @@ pub fn tls_insecure(js: Js) -> bool {
   insecure
 }
 
-/// T2: `method` must be a string.
-pub fn method(js: Js, value: Value) -> ArgResult<String> {
-  js.rust_string(value)
+/// T2: `method` must be a string; read into `buf` when it fits.
+pub fn method(js: Js, value: Value, buf: &mut [u8]) -> ArgResult<Cow<'_, str>> {
+  js.str_in(value, buf)
     .ok_or_else(|| "The \"method\" argument must be a string".to_string())
 }
 
-/// T2: `params` is an object (or absent); returned as JSON text.
-pub fn params(js: Js, value: Option<Value>) -> Result<Option<String>, ParamsError> {
+/// T2: `params` is an object (or absent); returned as JSON text, in `buf` when it fits.
+/// What is sent must be a JSON object too: an array, or an object whose `toJSON` gives
+/// anything but an object (a `Date`), is refused as well.
+pub fn params(
+  js: Js,
+  value: Option<Value>,
+  buf: &mut [u8],
+) -> Result<Option<Cow<'_, str>>, ParamsError> {
+  let not_an_object = || ParamsError::Type("The \"params\" argument must be an object".to_string());
   let Some(value) = value else {
     return Ok(None);
   };
-  // One type check for both questions: absent, or a record.
+  // One type check for both questions: absent, or an object. The JSON text tells an
+  // array apart, without another call into the runtime.
   match js.type_of(value) {
     ValueType::napi_undefined | ValueType::napi_null => return Ok(None),
-    ValueType::napi_object if !js.is_array(value) => {}
-    _ => {
-      return Err(ParamsError::Type(
-        "The \"params\" argument must be an object".to_string(),
-      ))
-    }
+    ValueType::napi_object => {}
+    _ => return Err(not_an_object()),
   }
-  js.json_stringify(value)
-    .map_err(|t| ParamsError::Thrown(t.0))
+  match js.json_stringify_in(value, buf) {
+    Ok(Some(text)) if !text.starts_with('{') => Err(not_an_object()),
+    Ok(text) => Ok(text),
+    Err(Thrown(thrown)) => Err(ParamsError::Thrown(thrown)),
+  }
 }
 
 pub enum ParamsError {
@@ -99,8 +107,9 @@ pub enum ParamsError {
 }
 
 /// T8: `options.signal`, if any. Anything with `aborted` and `addEventListener` will do.
+/// `options` is `None` when absent or nullish.
 pub fn signal(js: Js, options: Option<Value>) -> ArgResult<Option<Value>> {
-  let Some(options) = options.filter(|v| !js.is_nullish(*v)) else {
+  let Some(options) = options else {
     return Ok(None);
   };
   if js.type_of(options) != napi::sys::ValueType::napi_object {
@@ -129,8 +138,7 @@ pub fn request_options(
   options: Option<Value>,
 ) -> ArgResult<(Option<Value>, crate::session::RequestOptions)> {
   use crate::session::{OptionField, RequestOptions};
-  let Some(options) = options.filter(|v| js.type_of(*v) == napi::sys::ValueType::napi_object)
-  else {
+  let Some(options) = options else {
     return Ok((None, RequestOptions::default()));
   };
   let field = |name: &str| js.get(options, name).ok().filter(|v| !js.is_nullish(*v));

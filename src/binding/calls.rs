@@ -1,10 +1,11 @@
 //! `request` and `notify` for any transport whose JS side is a `JsSide` (T2, T8, T10).
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use super::args::abort_reason;
 use super::args::{self, ParamsError};
-use super::js::{Js, Thrown, Value};
+use super::js::{Js, Thrown, Value, STACK_STRING};
 use super::js_error;
 use super::js_side::{abort_pending, JsSide, Shared};
 use super::request_hooks;
@@ -16,14 +17,33 @@ fn type_error(js: Js, message: &str) -> Result<Value, Thrown> {
   js.rejected(js_error::type_error(js, message))
 }
 
+/// Stack room for a call's method name and its params' JSON: most calls need no heap.
+struct CallText {
+  method: [u8; 256],
+  params: [u8; STACK_STRING],
+}
+
+impl CallText {
+  fn new() -> Self {
+    CallText {
+      method: [0; 256],
+      params: [0; STACK_STRING],
+    }
+  }
+}
+
+type MethodAndParams<'b> = (Cow<'b, str>, Option<Cow<'b, str>>);
+
 /// T2/E2: the method name and the params as JSON text, or the value to reject with.
 fn method_and_params(
   js: Js,
   method: Value,
   params: Option<Value>,
-) -> Result<(String, Option<String>), Value> {
-  let method = args::method(js, method).map_err(|m| js_error::type_error(js, &m))?;
-  let params = args::params(js, params).map_err(|e| match e {
+  room: &mut CallText,
+) -> Result<MethodAndParams<'_>, Value> {
+  let method =
+    args::method(js, method, &mut room.method).map_err(|m| js_error::type_error(js, &m))?;
+  let params = args::params(js, params, &mut room.params).map_err(|e| match e {
     ParamsError::Type(message) => js_error::type_error(js, &message),
     ParamsError::Thrown(thrown) => thrown,
   })?;
@@ -41,10 +61,13 @@ pub fn request(
   params: Option<Value>,
   options: Option<Value>,
 ) -> Result<Value, Thrown> {
-  let (method, params) = match method_and_params(js, method, params) {
+  let mut room = CallText::new();
+  let (method, params) = match method_and_params(js, method, params, &mut room) {
     Ok(both) => both,
     Err(rejection) => return js.rejected(rejection),
   };
+  // One type check for "absent": `signal` checks the rest.
+  let options = options.filter(|v| !js.is_nullish(*v));
   let signal = match args::signal(js, options) {
     Ok(s) => s,
     Err(message) => return type_error(js, &message),
@@ -119,7 +142,8 @@ pub fn notify(
   method: Value,
   params: Option<Value>,
 ) -> Result<Value, Thrown> {
-  let (method, params) = match method_and_params(js, method, params) {
+  let mut room = CallText::new();
+  let (method, params) = match method_and_params(js, method, params, &mut room) {
     Ok(both) => both,
     Err(rejection) => return js.rejected(rejection),
   };

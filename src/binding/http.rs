@@ -22,7 +22,7 @@ pub struct JsHttpTransport {
   transport: Option<HttpTransport>,
 }
 
-transport_class!(JsHttpTransport);
+transport_class!(JsHttpTransport, "HttpTransport");
 auth_error_accessors!(JsHttpTransport);
 
 impl StartableClass for JsHttpTransport {

@@ -12,6 +12,7 @@
 //! - one raw threadsafe function per transport (`Tsfn`), called with no data (napi-rs's
 //!   `ThreadsafeFunction` boxes a value for every call) and referenced only while requests
 //!   are pending.
+use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CString};
 use std::ptr;
 
@@ -19,6 +20,10 @@ use bytes::Bytes;
 use napi::sys;
 
 pub type Value = sys::napi_value;
+/// Bytes of stack a string is read into before the heap is tried (`Js::str_in`).
+pub const STACK_STRING: usize = 1024;
+/// Node-API's 128-bit object tag.
+pub type TypeTag = sys::napi_type_tag;
 
 /// Strings at least this long are handed to V8 as external strings where possible: below it
 /// the copy is cheaper than the finalizer bookkeeping.
@@ -343,9 +348,15 @@ impl Js {
   }
 
   pub fn rust_string(&self, value: Value) -> Option<String> {
-    // Most strings (a method, a request's params) fit a small buffer: one call reads them,
-    // and its status says whether `value` is a string at all.
-    let mut small = [0u8; 1024];
+    self
+      .str_in(value, &mut [0u8; STACK_STRING])
+      .map(Cow::into_owned)
+  }
+
+  /// `value` as text, read into `small` when it fits (most do: a method, a request's
+  /// params), else onto the heap; `None` if it is not a string.
+  pub fn str_in<'b>(&self, value: Value, small: &'b mut [u8]) -> Option<Cow<'b, str>> {
+    // One call reads a short string, and its status says whether `value` is one at all.
     let mut written = 0usize;
     // SAFETY: `small` is a writable buffer of the length given; `written` a valid out slot.
     let status = unsafe {
@@ -362,7 +373,9 @@ impl Js {
     }
     // A cut string fills the buffer up to its NUL, less at most a 4-byte character's rest.
     if written + 5 <= small.len() {
-      return String::from_utf8(small[..written].to_vec()).ok();
+      return std::str::from_utf8(&small[..written])
+        .ok()
+        .map(Cow::Borrowed);
     }
     let mut len = 0usize;
     // SAFETY: value is a string of the current scope; the buffer holds what the length call reported.
@@ -379,7 +392,7 @@ impl Js {
       )
     };
     buf.truncate(written);
-    String::from_utf8(buf).ok()
+    String::from_utf8(buf).ok().map(Cow::Owned)
   }
 
   pub fn number_value(&self, value: Value) -> Option<f64> {
@@ -525,9 +538,20 @@ impl Js {
 
   /// `JSON.stringify(value)`; `None` when the value has no JSON form (`undefined`, a function).
   pub fn json_stringify(&self, value: Value) -> Result<Option<String>, Thrown> {
+    self
+      .json_stringify_in(value, &mut [0u8; STACK_STRING])
+      .map(|text| text.map(Cow::into_owned))
+  }
+
+  /// `JSON.stringify(value)`, read as `str_in` reads.
+  pub fn json_stringify_in<'b>(
+    &self,
+    value: Value,
+    small: &'b mut [u8],
+  ) -> Result<Option<Cow<'b, str>>, Thrown> {
     let stringify = self.json_method("stringify")?;
     let text = self.call(stringify, stringify, &[value])?;
-    Ok(self.rust_string(text))
+    Ok(self.str_in(text, small))
   }
 
   pub fn error(&self, kind: ErrorKind, message: &str) -> Value {
@@ -785,10 +809,21 @@ impl napi::bindgen_prelude::ValidateNapiValue for JsArg {}
 /// The arguments a closure function was called with (missing ones are `undefined`).
 pub struct Args<'a> {
   js: Js,
+  this: Value,
   values: &'a [Value],
 }
 
 impl Args<'_> {
+  /// The call's receiver.
+  pub fn this(&self) -> Value {
+    self.this
+  }
+
+  /// The arguments the call passed (at most `CLOSURE_ARGS`).
+  pub fn all(&self) -> &[Value] {
+    self.values
+  }
+
   pub fn get(&self, index: usize) -> Value {
     self
       .values
@@ -820,6 +855,7 @@ impl Js {
       let js = Js::new(env);
       let mut argc = CLOSURE_ARGS;
       let mut argv = [ptr::null_mut(); CLOSURE_ARGS];
+      let mut this = ptr::null_mut();
       let mut data = ptr::null_mut();
       // SAFETY: info is the callback info of this call; argv has room for argc values.
       unsafe {
@@ -828,7 +864,7 @@ impl Js {
           info,
           &mut argc,
           argv.as_mut_ptr(),
-          ptr::null_mut(),
+          &mut this,
           &mut data,
         )
       };
@@ -836,6 +872,7 @@ impl Js {
       let callback = unsafe { &*(data as *const F) };
       let args = Args {
         js,
+        this,
         values: &argv[..argc.min(CLOSURE_ARGS)],
       };
       let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(js, args)));
@@ -849,6 +886,28 @@ impl Js {
       }
     }
     self.function(name, trampoline::<F>, callback)
+  }
+
+  /// Marks `object` with `tag`. An object takes one tag: a second is refused.
+  pub fn tag_object(&self, object: Value, tag: &TypeTag) {
+    // SAFETY: object is a value of the current scope; tag outlives the call.
+    unsafe { sys::napi_type_tag_object(self.env, object, tag) };
+  }
+
+  /// The native value wrapped into `object`, if `object` carries `tag`.
+  pub fn unwrap_tagged(&self, object: Value, tag: &TypeTag) -> Option<*mut c_void> {
+    let mut native = ptr::null_mut();
+    // Unwrapping first keeps non-objects away from the tag check, whose conversion to an
+    // object would leave an exception pending for `undefined`.
+    // SAFETY: object is a value of the current scope; `native` is a valid out slot.
+    let status = unsafe { sys::napi_unwrap(self.env, object, &mut native) };
+    if status != sys::Status::napi_ok || native.is_null() {
+      return None;
+    }
+    let mut tagged = false;
+    // SAFETY: object is a wrapped object of the current scope; tag outlives the call.
+    let status = unsafe { sys::napi_check_object_type_tag(self.env, object, tag, &mut tagged) };
+    (status == sys::Status::napi_ok && tagged).then_some(native)
   }
 
   pub fn strict_equals(&self, a: Value, b: Value) -> bool {

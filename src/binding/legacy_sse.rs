@@ -26,7 +26,7 @@ pub struct JsLegacySseTransport {
   connecting: Option<Held>,
 }
 
-transport_class!(JsLegacySseTransport);
+transport_class!(JsLegacySseTransport, "LegacySseTransport");
 auth_error_accessors!(JsLegacySseTransport);
 
 impl JsLegacySseTransport {

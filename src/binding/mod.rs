@@ -22,6 +22,7 @@ mod loop_spin;
 mod manager;
 mod mcp_client;
 pub(crate) mod pump;
+mod request_entry;
 mod request_hooks;
 mod resources;
 mod response_reader;
@@ -43,5 +44,11 @@ mod write_hold;
 #[napi_derive::napi(module_exports)]
 pub fn on_load(exports: napi::bindgen_prelude::Object, env: napi::Env) -> napi::Result<()> {
   crate::http_client::warm_up();
+  let js = js::Js::new(env.raw());
+  let classes = napi::JsValue::raw(&exports);
+  let installed = request_entry::install::<stdio::JsStdioTransport>(js, classes)
+    .and_then(|()| request_entry::install::<http::JsHttpTransport>(js, classes))
+    .and_then(|()| request_entry::install::<legacy_sse::JsLegacySseTransport>(js, classes));
+  installed.map_err(|t| js_error::thrown(js, t))?;
   transport_error::export_error_classes(exports, env)
 }

@@ -23,7 +23,7 @@ pub struct JsStdioTransport {
   transport: Option<StdioTransport>,
 }
 
-transport_class!(JsStdioTransport);
+transport_class!(JsStdioTransport, "StdioTransport");
 
 impl StartableClass for JsStdioTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {

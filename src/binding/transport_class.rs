@@ -1,7 +1,8 @@
 //! The members every JS transport class shares (SPEC §2), generated for each class by
 //! `transport_class!`. A class is a struct with `side: Shared` and `transport: Option<T>`,
 //! `T: Transport`, plus an inherent `set_slot` for callback changes and
-//! `start_handshake_listener` for what `startSSEListener` opens in the handshake era.
+//! `start_handshake_listener` for what `startSSEListener` opens in the handshake era; its
+//! module imports `JsArg`.
 use super::js::{Js, JsRaw, Thrown, Value};
 use super::js_error::finish;
 use super::js_side::{CallbackSlot, Shared};
@@ -112,7 +113,14 @@ pub fn started(js: Js, started: Result<(), Value>) -> napi::Result<JsRaw> {
 }
 
 macro_rules! transport_class {
-  ($class:ty) => {
+  ($class:ty, $js_name:literal) => {
+    impl $crate::binding::request_entry::RequestEntry for $class {
+      const CLASS: &'static str = $js_name;
+      fn side(&self) -> &$crate::binding::js_side::Shared {
+        &self.side
+      }
+    }
+
     #[napi_derive::napi]
     impl $class {
       /// True between a successful `connect()` and the close.
@@ -125,6 +133,7 @@ macro_rules! transport_class {
       }
 
       /// Sends a JSON-RPC request and resolves with its `result` (T2–T9).
+      // JS calls `request_entry`'s `request`; this checked one admits each receiver once.
       #[napi(
         ts_generic_types = "T = unknown",
         ts_args_type = "method: string, params?: Record<string, unknown>, options?: MCPRequestOptions",
@@ -133,11 +142,14 @@ macro_rules! transport_class {
       pub fn request(
         &self,
         env: napi::Env,
+        // napi-derive reads `This`'s parameter by its first path segment only.
+        this: napi::bindgen_prelude::This<JsArg>,
         method: $crate::binding::js::JsArg,
         params: Option<$crate::binding::js::JsArg>,
         options: Option<$crate::binding::js::JsArg>,
       ) -> napi::Result<$crate::binding::js::JsRaw> {
         let js = $crate::binding::js::Js::new(env.raw());
+        $crate::binding::request_entry::admit::<$class>(js, this.object.0);
         $crate::binding::calls::request(js, &self.side, method.0, params.map(|p| p.0), options.map(|o| o.0))
           .map($crate::binding::js::JsRaw)
           .map_err(|t| $crate::binding::js_error::thrown(js, t))

@@ -49,7 +49,54 @@ impl WireId {
 
 /// A7: the JSON text of a `"string"`-format id.
 pub fn hex_id_json(value: u64) -> String {
-  format!("\"{value:016x}\"")
+  IdJson::hex(value).as_str().to_owned()
+}
+
+/// A request id's JSON text, kept inline: one is made for every request.
+#[derive(Clone, Copy)]
+pub struct IdJson {
+  bytes: [u8; 20],
+  len: usize,
+}
+
+impl IdJson {
+  /// A plain number: at most 20 digits.
+  pub fn number(mut value: u64) -> IdJson {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+      start -= 1;
+      digits[start] = b'0' + (value % 10) as u8;
+      value /= 10;
+      if value == 0 {
+        break;
+      }
+    }
+    let mut id = IdJson {
+      bytes: [0; 20],
+      len: digits.len() - start,
+    };
+    id.bytes[..id.len].copy_from_slice(&digits[start..]);
+    id
+  }
+
+  /// A7: 16 lowercase hex digits in quotes.
+  pub fn hex(value: u64) -> IdJson {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = IdJson {
+      bytes: [b'"'; 20],
+      len: 18,
+    };
+    for (i, byte) in id.bytes[1..17].iter_mut().enumerate() {
+      *byte = HEX[((value >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    id
+  }
+
+  pub fn as_str(&self) -> &str {
+    // Only ASCII digits and quotes are ever written.
+    std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+  }
 }
 
 fn hex_id(raw: &str) -> Option<u64> {
@@ -883,6 +930,12 @@ mod a7_tests {
   #[test]
   fn a7_string_ids_are_16_lowercase_hex_digits_and_told_apart_from_numbers() {
     assert_eq!(hex_id_json(0x1f), r#""000000000000001f""#);
+    for value in [0, 0x1f, 0xfedc_ba98_7654_3210, u64::MAX] {
+      assert_eq!(hex_id_json(value), format!("\"{value:016x}\""));
+    }
+    for value in [0, 7, 10, 99, 1_000_000, u64::MAX - 1, u64::MAX] {
+      assert_eq!(IdJson::number(value).as_str(), value.to_string());
+    }
     assert_eq!(
       WireId::parse(r#""000000000000001f""#),
       Some(WireId::Hex(0x1f))

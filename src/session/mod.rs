@@ -266,10 +266,10 @@ impl State {
   }
 
   /// A7: the id as JSON text for request number `id`.
-  fn id_json(&self, id: u64) -> String {
+  fn id_json(&self, id: u64) -> message::IdJson {
     match self.hex_salt {
-      Some(salt) => message::hex_id_json(id ^ salt),
-      None => id.to_string(),
+      Some(salt) => message::IdJson::hex(id ^ salt),
+      None => message::IdJson::number(id),
     }
   }
 
@@ -413,7 +413,7 @@ impl Session {
       .and_then(|t| t.max_total)
       .map(|limit| self.arm(id, limit));
     // Queued under the lock so frames leave in call order (S7).
-    let frame = message::request_frame_with_id(&state.id_json(id), method, params);
+    let frame = message::request_frame_with_id(state.id_json(id).as_str(), method, params);
     let cancel = self.cancel_tokens.then(CancellationToken::new);
     if self
       .outbox
@@ -979,7 +979,7 @@ impl Session {
 
   /// A7: request number `id` as the JSON text it goes out with.
   pub fn id_json(&self, id: u64) -> String {
-    self.state().id_json(id)
+    self.state().id_json(id).as_str().to_owned()
   }
 
   /// Request number `id` as its error messages name it (no quotes).

@@ -1,0 +1,60 @@
+//! `request` of the transport classes, entered without napi-rs's per-call borrow scope.
+//! For a `&self` method napi-rs opens a scope per call (an `Arc`, thread-local pushes, a
+//! mutex-guarded map entry, a class lookup, three allocations): under Bun a tenth of the
+//! JS thread's work per concurrent call (issue 41). The entry on the prototype keeps what
+//! that scope guarantees at a fraction of the cost:
+//! - a receiver is trusted only once napi-rs's own checked `request` has unwrapped it as
+//!   the class and tagged it (`admit`); any other goes to that checked `request`;
+//! - the borrow is napi-rs's own (`acquire_native_borrow`), so a setter that `params`'
+//!   `toJSON` calls during the request fails as it did.
+use napi::bindgen_prelude::{acquire_native_borrow, type_tag_from_ident};
+
+use super::js::{ErrorKind, Held, Js, Thrown, TypeTag, Value};
+use super::js_side::Shared;
+
+/// A transport class whose `request` this entry serves.
+pub trait RequestEntry: 'static {
+  /// The class's name among the exports.
+  const CLASS: &'static str;
+  fn side(&self) -> &Shared;
+}
+
+/// The tag of `T`'s admitted objects. Unique to this loaded copy of the addon: a class of
+/// another copy (another version) may be laid out otherwise.
+fn tag<T: RequestEntry>() -> TypeTag {
+  static COPY: u8 = 0;
+  let class = type_tag_from_ident(T::CLASS);
+  TypeTag {
+    lower: class.lower ^ (&COPY as *const u8 as u64),
+    upper: class.upper,
+  }
+}
+
+/// Called by the checked `request`, after napi-rs unwrapped `this` as a `T`.
+pub fn admit<T: RequestEntry>(js: Js, this: Value) {
+  js.tag_object(this, &tag::<T>());
+}
+
+/// Puts the entry on `T.prototype.request`; napi-rs's own stays as its checked way in.
+pub fn install<T: RequestEntry>(js: Js, exports: Value) -> Result<(), Thrown> {
+  let prototype = js.get(js.get(exports, T::CLASS)?, "prototype")?;
+  let checked = Held::new(js, js.get(prototype, "request")?);
+  let tag = tag::<T>();
+  let entry = js.closure("request", move |js, args| {
+    let this = args.this();
+    let Some(native) = js.unwrap_tagged(this, &tag) else {
+      return js.call(checked.get(js), this, args.all());
+    };
+    let native = native.cast::<T>();
+    let _borrow = acquire_native_borrow(native, false)
+      .map_err(|e| Thrown(js.error(ErrorKind::Error, &e.reason)))?;
+    // SAFETY: only objects napi-rs unwrapped as a `T` carry this copy's tag for `T`
+    // (`admit`); the native value lives as long as its object, which `this` keeps alive;
+    // and the shared borrow just taken rules out a `&mut T` until it drops.
+    let transport = unsafe { &*native };
+    let given = |index: usize| args.all().get(index).copied();
+    super::calls::request(js, transport.side(), args.get(0), given(1), given(2))
+  })?;
+  js.set(prototype, "request", entry);
+  Ok(())
+}
