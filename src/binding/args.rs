@@ -3,6 +3,7 @@
 //! them into rejections, never synchronous throws. Config objects are read by `crate::config`.
 use std::borrow::Cow;
 use std::ffi::OsString;
+use std::mem::MaybeUninit;
 
 use napi::sys::ValueType;
 
@@ -69,7 +70,7 @@ pub fn tls_insecure(js: Js) -> bool {
 }
 
 /// T2: `method` must be a string; read into `buf` when it fits.
-pub fn method(js: Js, value: Value, buf: &mut [u8]) -> ArgResult<Cow<'_, str>> {
+pub fn method(js: Js, value: Value, buf: &mut [MaybeUninit<u8>]) -> ArgResult<Cow<'_, str>> {
   js.str_in(value, buf)
     .ok_or_else(|| "The \"method\" argument must be a string".to_string())
 }
@@ -80,7 +81,7 @@ pub fn method(js: Js, value: Value, buf: &mut [u8]) -> ArgResult<Cow<'_, str>> {
 pub fn params(
   js: Js,
   value: Option<Value>,
-  buf: &mut [u8],
+  buf: &mut [MaybeUninit<u8>],
 ) -> Result<Option<Cow<'_, str>>, ParamsError> {
   let not_an_object = || ParamsError::Type("The \"params\" argument must be an object".to_string());
   let Some(value) = value else {

@@ -5,7 +5,7 @@ use std::rc::{Rc, Weak};
 
 use super::args::abort_reason;
 use super::args::{self, ParamsError};
-use super::js::{Js, Thrown, Value, STACK_STRING};
+use super::js::{room, Js, Room, Thrown, Value, STACK_STRING};
 use super::js_error;
 use super::js_side::{abort_pending, JsSide, Shared};
 use super::request_hooks;
@@ -19,15 +19,15 @@ fn type_error(js: Js, message: &str) -> Result<Value, Thrown> {
 
 /// Stack room for a call's method name and its params' JSON: most calls need no heap.
 struct CallText {
-  method: [u8; 256],
-  params: [u8; STACK_STRING],
+  method: Room<256>,
+  params: Room<STACK_STRING>,
 }
 
 impl CallText {
   fn new() -> Self {
     CallText {
-      method: [0; 256],
-      params: [0; STACK_STRING],
+      method: room(),
+      params: room(),
     }
   }
 }

@@ -14,6 +14,7 @@
 //!   are pending.
 use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CString};
+use std::mem::MaybeUninit;
 use std::ptr;
 
 use bytes::Bytes;
@@ -22,6 +23,14 @@ use napi::sys;
 pub type Value = sys::napi_value;
 /// Bytes of stack a string is read into before the heap is tried (`Js::str_in`).
 pub const STACK_STRING: usize = 1024;
+
+/// Stack room a string is read into (`Js::str_in`). Left uninitialised: only the bytes
+/// Node-API writes are read.
+pub type Room<const N: usize> = [MaybeUninit<u8>; N];
+
+pub fn room<const N: usize>() -> Room<N> {
+  [MaybeUninit::uninit(); N]
+}
 /// Node-API's 128-bit object tag.
 pub type TypeTag = sys::napi_type_tag;
 
@@ -349,13 +358,13 @@ impl Js {
 
   pub fn rust_string(&self, value: Value) -> Option<String> {
     self
-      .str_in(value, &mut [0u8; STACK_STRING])
+      .str_in(value, &mut room::<STACK_STRING>())
       .map(Cow::into_owned)
   }
 
   /// `value` as text, read into `small` when it fits (most do: a method, a request's
   /// params), else onto the heap; `None` if it is not a string.
-  pub fn str_in<'b>(&self, value: Value, small: &'b mut [u8]) -> Option<Cow<'b, str>> {
+  pub fn str_in<'b>(&self, value: Value, small: &'b mut [MaybeUninit<u8>]) -> Option<Cow<'b, str>> {
     // One call reads a short string, and its status says whether `value` is one at all.
     let mut written = 0usize;
     // SAFETY: `small` is a writable buffer of the length given; `written` a valid out slot.
@@ -373,9 +382,9 @@ impl Js {
     }
     // A cut string fills the buffer up to its NUL, less at most a 4-byte character's rest.
     if written + 5 <= small.len() {
-      return std::str::from_utf8(&small[..written])
-        .ok()
-        .map(Cow::Borrowed);
+      // SAFETY: Node-API wrote `written` bytes, and a NUL after them, at the start of `small`.
+      let text = unsafe { std::slice::from_raw_parts(small.as_ptr().cast::<u8>(), written) };
+      return std::str::from_utf8(text).ok().map(Cow::Borrowed);
     }
     let mut len = 0usize;
     // SAFETY: value is a string of the current scope; the buffer holds what the length call reported.
@@ -539,7 +548,7 @@ impl Js {
   /// `JSON.stringify(value)`; `None` when the value has no JSON form (`undefined`, a function).
   pub fn json_stringify(&self, value: Value) -> Result<Option<String>, Thrown> {
     self
-      .json_stringify_in(value, &mut [0u8; STACK_STRING])
+      .json_stringify_in(value, &mut room::<STACK_STRING>())
       .map(|text| text.map(Cow::into_owned))
   }
 
@@ -547,7 +556,7 @@ impl Js {
   pub fn json_stringify_in<'b>(
     &self,
     value: Value,
-    small: &'b mut [u8],
+    small: &'b mut [MaybeUninit<u8>],
   ) -> Result<Option<Cow<'b, str>>, Thrown> {
     let stringify = self.json_method("stringify")?;
     let text = self.call(stringify, stringify, &[value])?;

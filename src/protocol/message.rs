@@ -269,6 +269,64 @@ pub fn batch(frame: &str) -> Option<Vec<Box<RawValue>>> {
 /// Classify one frame. A line that is not a JSON object, or an object that is none of the
 /// three JSON-RPC shapes, is skipped (S3).
 pub fn classify(frame: &str) -> Result<Incoming, Skipped> {
+  match plain_answer(frame) {
+    Some(answer) => Ok(answer),
+    None => classify_fully(frame),
+  }
+}
+
+/// What nearly every frame is: `"jsonrpc":"2.0"`, `"id":<n>` and `"result":<value>` in
+/// any order, written without spaces, read without going key by key; the value is still
+/// checked whole. Anything else (a space, a repeated or further member) is left to
+/// `classify_fully`, which reads these the same way.
+fn plain_answer(frame: &str) -> Option<Incoming> {
+  let mut rest = frame.strip_prefix('{')?;
+  let mut id = None;
+  let mut result = None;
+  let mut version = false;
+  loop {
+    if let Some(after) = rest.strip_prefix(r#""jsonrpc":"2.0""#).filter(|_| !version) {
+      version = true;
+      rest = after;
+    } else if let Some(after) = rest.strip_prefix(r#""id":"#).filter(|_| id.is_none()) {
+      let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+      let (text, after) = after.split_at(digits);
+      // JSON writes no leading zero.
+      if text.is_empty() || (text.len() > 1 && text.starts_with('0')) {
+        return None;
+      }
+      id = Some(text);
+      rest = after;
+    } else if let Some(after) = rest
+      .strip_prefix(r#""result":"#)
+      .filter(|_| result.is_none())
+    {
+      let value = leading_value(after)?;
+      result = Some(value);
+      rest = &after[value.get().len()..];
+    } else {
+      return None;
+    }
+    match rest.as_bytes() {
+      [b',', ..] => rest = &rest[1..],
+      [b'}'] => break,
+      _ => return None,
+    }
+  }
+  Some(Incoming::Response {
+    id: WireId::parse(id?),
+    outcome: Ok(result?.to_owned()),
+  })
+}
+
+/// The JSON value `text` starts with (no space before it), checked whole.
+fn leading_value(text: &str) -> Option<&RawValue> {
+  let mut reader = serde_json::Deserializer::from_str(text);
+  let value = <&RawValue>::deserialize(&mut reader).ok()?;
+  (value.get().as_ptr() == text.as_ptr()).then_some(value)
+}
+
+fn classify_fully(frame: &str) -> Result<Incoming, Skipped> {
   let envelope: Envelope = serde_json::from_str(frame).map_err(|_| Skipped::NotJson)?;
   let id = envelope.id.filter(|raw| raw.get() != "null");
   match (envelope.method, id) {
@@ -580,6 +638,89 @@ fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn a_plain_answer_is_read_as_the_full_parse_reads_it() {
+    let ids = [
+      "0",
+      "7",
+      "01",
+      "00",
+      "123456789",
+      "9007199254740991",
+      "9007199254740993",
+      "99999999999999999999",
+      "",
+      "-1",
+      "1.0",
+      "1e2",
+      "\"7\"",
+    ];
+    let values = [
+      "null",
+      "1",
+      "{}",
+      "[]",
+      r#"{"a":[1,2,{"b":"c\"d"}]}"#,
+      r#""text""#,
+      "true",
+      " 5",
+      "5 ",
+      "{",
+      r#"{"a":1},"result":2"#,
+      r#"{"a":1},"error":{"code":1,"message":"m"}"#,
+      "1,2",
+      "",
+      r#"{"a":"\u00e9"}"#,
+      "[1,]",
+      "nul",
+      r#"{"a":1}}"#,
+      "\"unterminated",
+    ];
+    let ends = ["}", "} ", "}}", "", ",\"x\":1}", ",}"];
+    let orders = [
+      [0, 1, 2],
+      [1, 0, 2],
+      [1, 2, 0],
+      [2, 1, 0],
+      [0, 2, 1],
+      [2, 0, 1],
+    ];
+    let mut fast = 0;
+    for id in ids {
+      for value in values {
+        let members = [
+          r#""jsonrpc":"2.0""#.to_string(),
+          format!(r#""id":{id}"#),
+          format!(r#""result":{value}"#),
+        ];
+        let mut frames: Vec<String> = orders
+          .iter()
+          .flat_map(|order| {
+            let body = order.map(|i| members[i].as_str()).join(",");
+            ends.iter().map(move |end| format!("{{{body}{end}"))
+          })
+          .collect();
+        // Without the version, twice the version, twice the id.
+        frames.push(format!("{{{},{}}}", members[1], members[2]));
+        frames.push(format!(
+          "{{{0},{0},{1},{2}}}",
+          members[0], members[1], members[2]
+        ));
+        frames.push(format!(r#"{{{},"id":8,{}}}"#, members[1], members[2]));
+        for frame in frames {
+          // `Incoming` holds raw JSON, compared as its debug text.
+          let full = format!("{:?}", classify_fully(&frame));
+          if let Some(answer) = plain_answer(&frame) {
+            fast += 1;
+            assert_eq!(format!("{:?}", Ok::<_, Skipped>(answer)), full, "{frame}");
+          }
+          assert_eq!(format!("{:?}", classify(&frame)), full, "{frame}");
+        }
+      }
+    }
+    assert!(fast >= 300, "only {fast} frames took the fast path");
+  }
 
   #[test]
   fn a8_a_batch_is_its_messages_and_anything_else_is_not_a_batch() {
