@@ -53,7 +53,7 @@ describe("T2 outgoing frames", () => {
 });
 
 describe("T2 the receiver", () => {
-  it("T2: request runs only on its own class's objects; a setter called from params' toJSON fails the request, and the transport goes on", async () => {
+  it("T2: request runs only on its own class's objects; params' toJSON may use the transport's setters", async () => {
     const t = await connect();
     const request = native.StdioTransport.prototype.request;
     const http = new native.HttpTransport({ type: "http", url: "http://127.0.0.1:9/mcp" });
@@ -63,13 +63,15 @@ describe("T2 the receiver", () => {
       expect(() => request.call(receiver, "ping")).toThrow();
     }
     expect(() => native.HttpTransport.prototype.request.call(t, "ping")).toThrow();
+    const onClose = () => {};
     const reentrant = {
       toJSON() {
-        t.onClose = () => {};
-        return {};
+        t.onClose = onClose;
+        return { set: true };
       },
     };
-    await expect(t.request("echo/params", reentrant)).rejects.toThrow("cannot be borrowed mutably");
+    expect(await t.request("echo/params", reentrant)).toEqual({ params: { set: true } });
+    expect(t.onClose).toBe(onClose);
     const reads = { toJSON: () => ({ connected: t.connected }) };
     expect(await t.request("echo/params", reads)).toEqual({ params: { connected: true } });
     expect(await request.call(t, "echo/params", { a: 1 })).toEqual({ params: { a: 1 } });

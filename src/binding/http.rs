@@ -1,4 +1,6 @@
 //! `HttpTransport` / `createHttpTransport` (H1–H11), `callMCP` and `parseSSE` (J1, J2).
+use std::cell::OnceCell;
+
 use napi::bindgen_prelude::This;
 use napi::Env;
 use napi_derive::napi;
@@ -7,6 +9,7 @@ use super::host::JsHost;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::{self, thrown};
 use super::js_side::{CallbackSlot, JsSide, Shared};
+use super::request_entry::SharedOnly;
 use super::transport_class::{
   attach, auth_error_accessors, create_connected, runtime_handle, started, transport_class,
   StartableClass,
@@ -19,10 +22,15 @@ use crate::transport::http::{HttpConfig, HttpTransport};
 pub struct JsHttpTransport {
   config: HttpConfig,
   side: Shared,
-  transport: Option<HttpTransport>,
+  /// Set once, by the first `connect()`.
+  transport: OnceCell<HttpTransport>,
 }
 
 transport_class!(JsHttpTransport, "HttpTransport");
+
+// SAFETY: every method, getter and setter takes `&self`; the transport is set once
+// (`OnceCell`), the rest changes behind the `side`'s `RefCell` or an atomic.
+unsafe impl SharedOnly for JsHttpTransport {}
 auth_error_accessors!(JsHttpTransport);
 
 impl StartableClass for JsHttpTransport {
@@ -52,13 +60,13 @@ impl StartableClass for JsHttpTransport {
     Ok(JsHttpTransport {
       config,
       side,
-      transport: None,
+      transport: OnceCell::new(),
     })
   }
 
   /// H1: marks the transport connected; no network traffic.
-  fn start(&mut self, js: Js, this: Value) -> Result<(), Value> {
-    if self.transport.is_some() {
+  fn start(&self, js: Js, this: Value) -> Result<(), Value> {
+    if self.transport.get().is_some() {
       return Ok(());
     }
     let handle = runtime_handle(js)?;
@@ -66,13 +74,17 @@ impl StartableClass for JsHttpTransport {
     let transport = HttpTransport::connect(self.config.clone(), sink, &handle)
       .map_err(|e| js_error::to_js(js, crate::transport_error::TransportKind::Http, &e))?;
     attach(&self.side, transport.session(), this);
-    self.transport = Some(transport);
+    let _ = self.transport.set(transport);
     Ok(())
   }
 }
 
 impl JsHttpTransport {
-  fn set_slot(&mut self, slot: CallbackSlot, value: JsArg) {
+  fn current_transport(&self) -> Option<&HttpTransport> {
+    self.transport.get()
+  }
+
+  fn set_slot(&self, slot: CallbackSlot, value: JsArg) {
     self.side.borrow_mut().set_callback(slot, value.0);
   }
 }
@@ -98,12 +110,12 @@ impl JsHttpTransport {
   /// The `Mcp-Session-Id` the server issued, if any (H3).
   #[napi(getter, ts_return_type = "string | null")]
   pub fn session_id(&self) -> Option<String> {
-    self.transport.as_ref().and_then(|t| t.session_id())
+    self.transport.get().and_then(|t| t.session_id())
   }
 
   /// Marks the transport connected (H1). A second call is a no-op.
   #[napi(ts_args_type = "", ts_return_type = "Promise<void>")]
-  pub fn connect(&mut self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
+  pub fn connect(&self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     started(js, self.start(js, this.object.0))
   }
@@ -123,7 +135,7 @@ impl JsHttpTransport {
           "The \"callbackUrl\" argument must be a string",
         ));
       };
-      let Some(auth) = self.transport.as_ref().and_then(|t| t.authorizer()) else {
+      let Some(auth) = self.transport.get().and_then(|t| t.authorizer()) else {
         let error = js.error(
           super::js::ErrorKind::Error,
           "finishAuth() needs a transport with config.authProvider or config.oauth",
@@ -153,7 +165,7 @@ impl JsHttpTransport {
     let accepted = js.rust_string(version.0).is_some_and(|v| {
       self
         .transport
-        .as_ref()
+        .get()
         .is_none_or(|t| t.set_protocol_version(&v))
     });
     if accepted {
@@ -169,7 +181,7 @@ impl JsHttpTransport {
   pub fn user_wait_ms(&self) -> f64 {
     self
       .transport
-      .as_ref()
+      .get()
       .map_or(0.0, |t| t.user_wait().as_secs_f64() * 1000.0)
   }
 }
@@ -177,7 +189,7 @@ impl JsHttpTransport {
 impl JsHttpTransport {
   /// H8: the server's GET event stream, delivered until it ends or `close()`.
   fn start_handshake_listener(&self, js: Js) -> Result<Value, Thrown> {
-    let session = self.transport.as_ref().map(|t| t.session().clone());
+    let session = self.transport.get().map(|t| t.session().clone());
     let Some(session) = session.filter(|s| s.is_connected()) else {
       return js.resolved(js.undefined());
     };
@@ -191,7 +203,7 @@ impl JsHttpTransport {
       super::request_hooks::of_deferred(deferred),
     ));
     self.side.borrow_mut().update_keep_alive();
-    if let Some(transport) = &self.transport {
+    if let Some(transport) = self.transport.get() {
       transport.start_listener(ticket, timeout);
     }
     Ok(promise)

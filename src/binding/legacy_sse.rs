@@ -122,7 +122,11 @@ impl JsLegacySseTransport {
     js.resolved(js.undefined())
   }
 
-  fn set_slot(&mut self, slot: CallbackSlot, value: JsArg) {
+  fn current_transport(&self) -> Option<&LegacySseTransport> {
+    self.transport.as_ref()
+  }
+
+  fn set_slot(&self, slot: CallbackSlot, value: JsArg) {
     self.side.borrow_mut().set_callback(slot, value.0);
   }
 }

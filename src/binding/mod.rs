@@ -47,8 +47,7 @@ pub fn on_load(exports: napi::bindgen_prelude::Object, env: napi::Env) -> napi::
   let js = js::Js::new(env.raw());
   let classes = napi::JsValue::raw(&exports);
   let installed = request_entry::install::<stdio::JsStdioTransport>(js, classes)
-    .and_then(|()| request_entry::install::<http::JsHttpTransport>(js, classes))
-    .and_then(|()| request_entry::install::<legacy_sse::JsLegacySseTransport>(js, classes));
+    .and_then(|()| request_entry::install::<http::JsHttpTransport>(js, classes));
   installed.map_err(|t| js_error::thrown(js, t))?;
   transport_error::export_error_classes(exports, env)
 }

@@ -1,16 +1,24 @@
 //! `request` of the transport classes, entered without napi-rs's per-call borrow scope.
 //! For a `&self` method napi-rs opens a scope per call (an `Arc`, thread-local pushes, a
-//! mutex-guarded map entry, a class lookup, three allocations): under Bun a tenth of the
-//! JS thread's work per concurrent call (issue 41). The entry on the prototype keeps what
-//! that scope guarantees at a fraction of the cost:
+//! mutex-guarded map entry hashed with SipHash, a class lookup, three allocations): under
+//! Bun a tenth of the JS thread's work per concurrent call (issue 41). The entry on the
+//! prototype keeps what that scope guarantees:
 //! - a receiver is trusted only once napi-rs's own checked `request` has unwrapped it as
 //!   the class and tagged it (`admit`); any other goes to that checked `request`;
-//! - the borrow is napi-rs's own (`acquire_native_borrow`), so a setter that `params`'
-//!   `toJSON` calls during the request fails as it did.
-use napi::bindgen_prelude::{acquire_native_borrow, type_tag_from_ident};
+//! - the borrow needs no check: only classes without a `&mut self` method get the entry
+//!   (`SharedOnly`), so a `&T` never meets a `&mut T`.
+use napi::bindgen_prelude::type_tag_from_ident;
 
-use super::js::{ErrorKind, Held, Js, Thrown, TypeTag, Value};
+use super::js::{Held, Js, Thrown, TypeTag, Value};
 use super::js_side::Shared;
+
+/// A class that napi-rs never lends as `&mut`.
+///
+/// # Safety
+/// No method, getter or setter of the class takes `&mut self`, and nothing else holds a
+/// `&mut` of an instance JS can reach (`create_connected`'s `ClassInstance` is gone before
+/// its object is handed out): the state changes behind `RefCell`, `OnceCell` or atomics.
+pub unsafe trait SharedOnly {}
 
 /// A transport class whose `request` this entry serves.
 pub trait RequestEntry: 'static {
@@ -36,7 +44,7 @@ pub fn admit<T: RequestEntry>(js: Js, this: Value) {
 }
 
 /// Puts the entry on `T.prototype.request`; napi-rs's own stays as its checked way in.
-pub fn install<T: RequestEntry>(js: Js, exports: Value) -> Result<(), Thrown> {
+pub fn install<T: RequestEntry + SharedOnly>(js: Js, exports: Value) -> Result<(), Thrown> {
   let prototype = js.get(js.get(exports, T::CLASS)?, "prototype")?;
   let checked = Held::new(js, js.get(prototype, "request")?);
   let tag = tag::<T>();
@@ -45,13 +53,10 @@ pub fn install<T: RequestEntry>(js: Js, exports: Value) -> Result<(), Thrown> {
     let Some(native) = js.unwrap_tagged(this, &tag) else {
       return js.call(checked.get(js), this, args.all());
     };
-    let native = native.cast::<T>();
-    let _borrow = acquire_native_borrow(native, false)
-      .map_err(|e| Thrown(js.error(ErrorKind::Error, &e.reason)))?;
     // SAFETY: only objects napi-rs unwrapped as a `T` carry this copy's tag for `T`
     // (`admit`); the native value lives as long as its object, which `this` keeps alive;
-    // and the shared borrow just taken rules out a `&mut T` until it drops.
-    let transport = unsafe { &*native };
+    // and no `&mut T` ever exists while it does (`SharedOnly`).
+    let transport = unsafe { &*native.cast::<T>() };
     let given = |index: usize| args.all().get(index).copied();
     super::calls::request(js, transport.side(), args.get(0), given(1), given(2))
   })?;

@@ -1,4 +1,6 @@
 //! `StdioTransport` and `createStdioTransport` (S1–S8) as seen from JS.
+use std::cell::OnceCell;
+
 use napi::bindgen_prelude::This;
 use napi::Env;
 use napi_derive::napi;
@@ -9,6 +11,7 @@ use super::host_reader::LoopReader;
 use super::js::{Js, JsArg, JsRaw, Thrown, Value};
 use super::js_error::{self, thrown};
 use super::js_side::{CallbackSlot, JsSide, Shared};
+use super::request_entry::SharedOnly;
 use super::transport_class::{
   attach, callback_value, create_connected, runtime_handle, started, transport_class,
   StartableClass,
@@ -20,10 +23,15 @@ use crate::transport::stdio::{HostReader, StdioConfig, StdioTransport};
 pub struct JsStdioTransport {
   config: StdioConfig,
   side: Shared,
-  transport: Option<StdioTransport>,
+  /// Set once, by the first `connect()`.
+  transport: OnceCell<StdioTransport>,
 }
 
 transport_class!(JsStdioTransport, "StdioTransport");
+
+// SAFETY: every method, getter and setter takes `&self`; the transport is set once
+// (`OnceCell`) and the rest changes behind the `side`'s `RefCell`.
+unsafe impl SharedOnly for JsStdioTransport {}
 
 impl StartableClass for JsStdioTransport {
   fn build(js: Js, config: Value) -> Result<Self, Thrown> {
@@ -41,13 +49,13 @@ impl StartableClass for JsStdioTransport {
     Ok(JsStdioTransport {
       config,
       side,
-      transport: None,
+      transport: OnceCell::new(),
     })
   }
 
   /// S1: spawns the server; a second call is a no-op.
-  fn start(&mut self, js: Js, this: Value) -> Result<(), Value> {
-    if self.transport.is_some() {
+  fn start(&self, js: Js, this: Value) -> Result<(), Value> {
+    if self.transport.get().is_some() {
       return Ok(());
     }
     let handle = runtime_handle(js)?;
@@ -59,7 +67,7 @@ impl StartableClass for JsStdioTransport {
       .map_err(|e| js_error::to_js(js, crate::transport_error::TransportKind::Stdio, &e))?;
     transport.set_forward_stderr(self.side.borrow_mut().has_callback(CallbackSlot::Stderr));
     attach(&self.side, transport.session(), this);
-    self.transport = Some(transport);
+    let _ = self.transport.set(transport);
     Ok(())
   }
 }
@@ -89,10 +97,14 @@ impl JsStdioTransport {
     js.resolved(js.undefined())
   }
 
-  fn set_slot(&mut self, slot: CallbackSlot, value: JsArg) {
+  fn current_transport(&self) -> Option<&StdioTransport> {
+    self.transport.get()
+  }
+
+  fn set_slot(&self, slot: CallbackSlot, value: JsArg) {
     self.side.borrow_mut().set_callback(slot, value.0);
     if slot == CallbackSlot::Stderr {
-      if let Some(transport) = &self.transport {
+      if let Some(transport) = self.transport.get() {
         transport.set_forward_stderr(self.side.borrow_mut().has_callback(CallbackSlot::Stderr));
       }
     }
@@ -112,7 +124,7 @@ impl JsStdioTransport {
   #[napi(getter, ts_return_type = "number | undefined")]
   pub fn pid(&self) -> JsRaw {
     let js = Js::new(self.side.borrow().env());
-    JsRaw(match &self.transport {
+    JsRaw(match self.transport.get() {
       Some(t) => js.number(f64::from(t.pid())),
       None => js.undefined(),
     })
@@ -121,7 +133,7 @@ impl JsStdioTransport {
   /// Spawns the server (S1). Rejects with an Error carrying `code` (`ENOENT`, …) when the
   /// command cannot be started.
   #[napi(ts_args_type = "", ts_return_type = "Promise<void>")]
-  pub fn connect(&mut self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
+  pub fn connect(&self, env: Env, this: This<JsArg>) -> napi::Result<JsRaw> {
     let js = Js::new(env.raw());
     started(js, self.start(js, this.object.0))
   }
@@ -142,7 +154,7 @@ impl JsStdioTransport {
     js_name = "onStderr",
     ts_args_type = "callback: ((chunk: string) => void) | undefined"
   )]
-  pub fn set_on_stderr(&mut self, callback: JsArg) {
+  pub fn set_on_stderr(&self, callback: JsArg) {
     self.set_slot(CallbackSlot::Stderr, callback)
   }
 }

@@ -1,6 +1,7 @@
 //! The members every JS transport class shares (SPEC §2), generated for each class by
-//! `transport_class!`. A class is a struct with `side: Shared` and `transport: Option<T>`,
-//! `T: Transport`, plus an inherent `set_slot` for callback changes and
+//! `transport_class!`. A class is a struct with `side: Shared` and a `transport` (an
+//! `Option` or a `OnceCell` of a `T: Transport`, read by an inherent `current_transport`),
+//! plus an inherent `set_slot(&self, …)` for callback changes and
 //! `start_handshake_listener` for what `startSSEListener` opens in the handshake era; its
 //! module imports `JsArg`.
 use super::js::{Js, JsRaw, Thrown, Value};
@@ -78,7 +79,7 @@ pub fn open_subscription(
 /// message on a bad one) and connect.
 pub trait StartableClass: napi::bindgen_prelude::JavaScriptClassExt + Sized {
   fn build(js: Js, config: Value) -> Result<Self, Thrown>;
-  fn start(&mut self, js: Js, this: Value) -> Result<(), Value>;
+  fn start(&self, js: Js, this: Value) -> Result<(), Value>;
 }
 
 /// `new T(config)` + `connect()` as one promise. Never throws: a bad config rejects (E2).
@@ -89,7 +90,7 @@ pub fn create_connected<T: StartableClass>(env: napi::Env, config: Value) -> nap
       Ok(t) => t,
       Err(Thrown(error)) => return js.rejected(error),
     };
-    let mut instance = transport
+    let instance = transport
       .into_instance(&env)
       .map_err(|e| Thrown(js.error(super::js::ErrorKind::Error, &e.reason)))?;
     let this = instance.value;
@@ -127,8 +128,7 @@ macro_rules! transport_class {
       #[napi(getter)]
       pub fn connected(&self) -> bool {
         self
-          .transport
-          .as_ref()
+          .current_transport()
           .is_some_and(|t| $crate::transport::Transport::session(t).is_connected())
       }
 
@@ -179,8 +179,7 @@ macro_rules! transport_class {
       pub fn close(&self, env: napi::Env) -> napi::Result<$crate::binding::js::JsRaw> {
         let js = $crate::binding::js::Js::new(env.raw());
         let transport = self
-          .transport
-          .as_ref()
+          .current_transport()
           .map(|t| t as &dyn $crate::transport::Transport);
         $crate::binding::transport_class::close(js, &self.side, transport)
           .map($crate::binding::js::JsRaw)
@@ -195,7 +194,7 @@ macro_rules! transport_class {
 
       /// Called once when the transport closes, on `close()` or when the server goes away.
       #[napi(setter, js_name = "onClose", ts_args_type = "callback: (() => void) | undefined")]
-      pub fn set_on_close(&mut self, callback: $crate::binding::js::JsArg) {
+      pub fn set_on_close(&self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::js_side::CallbackSlot::Close, callback)
       }
 
@@ -207,7 +206,7 @@ macro_rules! transport_class {
 
       /// Hears failures no request is waiting for (a bad message, a broken listener stream, a callback that threw).
       #[napi(setter, js_name = "onError", ts_args_type = "callback: ((error: Error) => void) | undefined")]
-      pub fn set_on_error(&mut self, callback: $crate::binding::js::JsArg) {
+      pub fn set_on_error(&self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::js_side::CallbackSlot::Error, callback)
       }
 
@@ -227,7 +226,7 @@ macro_rules! transport_class {
         js_name = "onNotification",
         ts_args_type = "callback: ((method: string, params: unknown) => void) | undefined"
       )]
-      pub fn set_on_notification(&mut self, callback: $crate::binding::js::JsArg) {
+      pub fn set_on_notification(&self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::js_side::CallbackSlot::Notification, callback)
       }
 
@@ -247,7 +246,7 @@ macro_rules! transport_class {
         js_name = "onRequest",
         ts_args_type = "callback: ((method: string, params: unknown, extra: { signal: AbortSignal }) => unknown | Promise<unknown>) | undefined"
       )]
-      pub fn set_on_request(&mut self, callback: $crate::binding::js::JsArg) {
+      pub fn set_on_request(&self, callback: $crate::binding::js::JsArg) {
         self.set_slot($crate::binding::js_side::CallbackSlot::Request, callback)
       }
 
@@ -275,7 +274,7 @@ macro_rules! transport_class {
       /// P6: the connection whose cached lists this transport's list_changed notifications
       /// make stale (held weakly). Set by `connectToServer`; not part of the typed API.
       #[napi(js_name = "_attachConnection", skip_typescript)]
-      pub fn attach_connection(&mut self, connection: $crate::binding::js::JsArg) {
+      pub fn attach_connection(&self, connection: $crate::binding::js::JsArg) {
         self.side.borrow_mut().attach_connection(connection.0)
       }
 
@@ -345,7 +344,7 @@ macro_rules! auth_error_accessors {
         js_name = "onAuthError",
         ts_args_type = "callback: (() => Promise<Record<string, string> | null>) | undefined"
       )]
-      pub fn set_on_auth_error(&mut self, env: napi::Env, callback: $crate::binding::js::JsArg) {
+      pub fn set_on_auth_error(&self, env: napi::Env, callback: $crate::binding::js::JsArg) {
         let js = $crate::binding::js::Js::new(env.raw());
         let present = js.is_function(callback.0);
         self.set_slot($crate::binding::js_side::CallbackSlot::AuthError, callback);
