@@ -2,6 +2,7 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { callText, closingAfterEach, history, init, native, server, sleep, waitFor } from "./helpers";
+import { checkRequestReceivers } from "./receiver-checks";
 
 const { open, connect } = closingAfterEach();
 
@@ -54,27 +55,7 @@ describe("T2 outgoing frames", () => {
 
 describe("T2 the receiver", () => {
   it("T2: request runs only on its own class's objects; params' toJSON may use the transport's setters", async () => {
-    const t = await connect();
-    const request = native.StdioTransport.prototype.request;
-    const http = new native.HttpTransport({ type: "http", url: "http://127.0.0.1:9/mcp" });
-    // Admitted by its own class first: the tag of one class must not open another's.
-    await expect(http.request("ping")).rejects.toThrow("Transport not connected");
-    for (const receiver of [http, Object.create(native.StdioTransport.prototype), undefined, {}]) {
-      expect(() => request.call(receiver, "ping")).toThrow();
-    }
-    expect(() => native.HttpTransport.prototype.request.call(t, "ping")).toThrow();
-    const onClose = () => {};
-    const reentrant = {
-      toJSON() {
-        t.onClose = onClose;
-        return { set: true };
-      },
-    };
-    expect(await t.request("echo/params", reentrant)).toEqual({ params: { set: true } });
-    expect(t.onClose).toBe(onClose);
-    const reads = { toJSON: () => ({ connected: t.connected }) };
-    expect(await t.request("echo/params", reads)).toEqual({ params: { connected: true } });
-    expect(await request.call(t, "echo/params", { a: 1 })).toEqual({ params: { a: 1 } });
+    await checkRequestReceivers(native, await connect(), "echo/params", (r) => r.params, expect);
   });
 });
 

@@ -2,6 +2,7 @@
 // S6, A13): notify before connect and after close, a server that exits mid-handshake, and
 // close() after the server already ended — no unhandled rejection, onClose exactly once.
 import { afterEach, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { checkRequestReceivers } from "../receiver-checks";
 import { native, sleep } from "./support";
 
 setDefaultTimeout(20_000);
@@ -44,26 +45,7 @@ describe("StdioTransport as the agent checks it, on Bun", () => {
       ),
     );
     await transport.connect();
-    const t = transport;
-    const request = native.StdioTransport.prototype.request;
-    const http = new native.HttpTransport({ type: "http", url: "http://127.0.0.1:9/mcp" });
-    // Admitted by its own class first: the tag of one class must not open another's.
-    await expect(http.request("ping")).rejects.toThrow("Transport not connected");
-    for (const receiver of [http, Object.create(native.StdioTransport.prototype), undefined, {}]) {
-      expect(() => request.call(receiver, "ping")).toThrow();
-    }
-    expect(() => native.HttpTransport.prototype.request.call(t, "ping")).toThrow();
-    const onClose = () => {};
-    const reentrant = {
-      toJSON() {
-        t.onClose = onClose;
-        return { set: true };
-      },
-    };
-    expect(await t.request("echo", reentrant)).toEqual({ set: true });
-    expect(t.onClose).toBe(onClose);
-    expect(await t.request("echo", { toJSON: () => ({ connected: t.connected }) })).toEqual({ connected: true });
-    expect(await request.call(t, "echo", { a: 1 })).toEqual({ a: 1 });
+    await checkRequestReceivers(native, transport, "echo", (r) => r, expect);
   });
 
   it("T10: notify before connect() and after close() rejects 'Transport not connected'", async () => {
