@@ -74,6 +74,7 @@ impl StartableClass for JsHttpTransport {
     let transport = HttpTransport::connect(self.config.clone(), sink, &handle)
       .map_err(|e| js_error::to_js(js, crate::transport_error::TransportKind::Http, &e))?;
     attach(&self.side, transport.session(), this);
+    // No JS ran since the check above: the cell is still empty.
     let _ = self.transport.set(transport);
     Ok(())
   }

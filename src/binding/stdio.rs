@@ -66,8 +66,13 @@ impl StartableClass for JsStdioTransport {
     let transport = StdioTransport::spawn(self.config.clone(), sink, &handle, host_reader)
       .map_err(|e| js_error::to_js(js, crate::transport_error::TransportKind::Stdio, &e))?;
     transport.set_forward_stderr(self.side.borrow_mut().has_callback(CallbackSlot::Stderr));
-    attach(&self.side, transport.session(), this);
-    let _ = self.transport.set(transport);
+    // A `connect()` that JS re-entered while this one spawned got there first: its stays.
+    if self.transport.set(transport).is_err() {
+      return Ok(());
+    }
+    if let Some(transport) = self.transport.get() {
+      attach(&self.side, transport.session(), this);
+    }
     Ok(())
   }
 }

@@ -133,7 +133,8 @@ macro_rules! transport_class {
       }
 
       /// Sends a JSON-RPC request and resolves with its `result` (T2–T9).
-      // JS calls `request_entry`'s `request`; this checked one admits each receiver once.
+      // Where `request_entry` put its own `request` (`SharedOnly` classes), JS calls that
+      // one; this checked one admits each receiver once.
       #[napi(
         ts_generic_types = "T = unknown",
         ts_args_type = "method: string, params?: Record<string, unknown>, options?: MCPRequestOptions",
