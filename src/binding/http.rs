@@ -26,7 +26,7 @@ pub struct JsHttpTransport {
   transport: OnceCell<HttpTransport>,
 }
 
-transport_class!(JsHttpTransport, "HttpTransport");
+transport_class!(JsHttpTransport, "HttpTransport", entered: true);
 
 // SAFETY: every method, getter and setter takes `&self`; the transport is set once
 // (`OnceCell`), the rest changes behind the `side`'s `RefCell` or an atomic.

@@ -26,7 +26,8 @@ pub struct JsLegacySseTransport {
   connecting: Option<Held>,
 }
 
-transport_class!(JsLegacySseTransport, "LegacySseTransport");
+// Not entered: a failed connect replaces its transport, through `&mut self`.
+transport_class!(JsLegacySseTransport, "LegacySseTransport", entered: false);
 auth_error_accessors!(JsLegacySseTransport);
 
 impl JsLegacySseTransport {

@@ -24,6 +24,9 @@ pub unsafe trait SharedOnly {}
 pub trait RequestEntry: 'static {
   /// The class's name among the exports.
   const CLASS: &'static str;
+  /// Whether `install` puts the entry on this class (then it must be `SharedOnly`), so
+  /// its checked `request` admits receivers.
+  const ENTERED: bool;
   fn side(&self) -> &Shared;
 }
 
@@ -45,6 +48,7 @@ pub fn admit<T: RequestEntry>(js: Js, this: Value) {
 
 /// Puts the entry on `T.prototype.request`; napi-rs's own stays as its checked way in.
 pub fn install<T: RequestEntry + SharedOnly>(js: Js, exports: Value) -> Result<(), Thrown> {
+  const { assert!(T::ENTERED, "a class with the entry admits its receivers") };
   let prototype = js.get(js.get(exports, T::CLASS)?, "prototype")?;
   let checked = Held::new(js, js.get(prototype, "request")?);
   let tag = tag::<T>();

@@ -27,7 +27,7 @@ pub struct JsStdioTransport {
   transport: OnceCell<StdioTransport>,
 }
 
-transport_class!(JsStdioTransport, "StdioTransport");
+transport_class!(JsStdioTransport, "StdioTransport", entered: true);
 
 // SAFETY: every method, getter and setter takes `&self`; the transport is set once
 // (`OnceCell`) and the rest changes behind the `side`'s `RefCell`.

@@ -114,9 +114,10 @@ pub fn started(js: Js, started: Result<(), Value>) -> napi::Result<JsRaw> {
 }
 
 macro_rules! transport_class {
-  ($class:ty, $js_name:literal) => {
+  ($class:ty, $js_name:literal, entered: $entered:literal) => {
     impl $crate::binding::request_entry::RequestEntry for $class {
       const CLASS: &'static str = $js_name;
+      const ENTERED: bool = $entered;
       fn side(&self) -> &$crate::binding::js_side::Shared {
         &self.side
       }
@@ -133,8 +134,8 @@ macro_rules! transport_class {
       }
 
       /// Sends a JSON-RPC request and resolves with its `result` (T2–T9).
-      // Where `request_entry` put its own `request` (`SharedOnly` classes), JS calls that
-      // one; this checked one admits each receiver once.
+      // Where `request_entry` put its own `request` (`entered: true`), JS calls that one;
+      // this checked one admits each receiver once.
       #[napi(
         ts_generic_types = "T = unknown",
         ts_args_type = "method: string, params?: Record<string, unknown>, options?: MCPRequestOptions",
@@ -150,7 +151,9 @@ macro_rules! transport_class {
         options: Option<$crate::binding::js::JsArg>,
       ) -> napi::Result<$crate::binding::js::JsRaw> {
         let js = $crate::binding::js::Js::new(env.raw());
-        $crate::binding::request_entry::admit::<$class>(js, this.object.0);
+        if <$class as $crate::binding::request_entry::RequestEntry>::ENTERED {
+          $crate::binding::request_entry::admit::<$class>(js, this.object.0);
+        }
         $crate::binding::calls::request(js, &self.side, method.0, params.map(|p| p.0), options.map(|o| o.0))
           .map($crate::binding::js::JsRaw)
           .map_err(|t| $crate::binding::js_error::thrown(js, t))

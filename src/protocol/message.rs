@@ -56,28 +56,26 @@ pub fn hex_id_json(value: u64) -> String {
 #[derive(Clone, Copy)]
 pub struct IdJson {
   bytes: [u8; 20],
-  len: usize,
+  start: usize,
+  end: usize,
 }
 
 impl IdJson {
-  /// A plain number: at most 20 digits.
+  /// A plain number: at most 20 digits, written from the right.
   pub fn number(mut value: u64) -> IdJson {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-      start -= 1;
-      digits[start] = b'0' + (value % 10) as u8;
-      value /= 10;
-      if value == 0 {
-        break;
-      }
-    }
     let mut id = IdJson {
       bytes: [0; 20],
-      len: digits.len() - start,
+      start: 20,
+      end: 20,
     };
-    id.bytes[..id.len].copy_from_slice(&digits[start..]);
-    id
+    loop {
+      id.start -= 1;
+      id.bytes[id.start] = b'0' + (value % 10) as u8;
+      value /= 10;
+      if value == 0 {
+        break id;
+      }
+    }
   }
 
   /// A7: 16 lowercase hex digits in quotes.
@@ -85,7 +83,8 @@ impl IdJson {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut id = IdJson {
       bytes: [b'"'; 20],
-      len: 18,
+      start: 0,
+      end: 18,
     };
     for (i, byte) in id.bytes[1..17].iter_mut().enumerate() {
       *byte = HEX[((value >> (60 - 4 * i)) & 0xf) as usize];
@@ -95,7 +94,7 @@ impl IdJson {
 
   pub fn as_str(&self) -> &str {
     // Only ASCII digits and quotes are ever written.
-    std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    std::str::from_utf8(&self.bytes[self.start..self.end]).unwrap_or_default()
   }
 }
 
@@ -244,6 +243,14 @@ impl<'de> Deserialize<'de> for ErrorObject<'de> {
 /// (a string, a fraction, a negative number) is none of ours.
 fn our_id(raw: &str) -> Option<u64> {
   const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+  let plain_digits =
+    raw.bytes().all(|byte| byte.is_ascii_digit()) && (raw.len() == 1 || !raw.starts_with('0'));
+  if plain_digits {
+    // What nearly every answer carries; too many digits fall through to the f64 rule.
+    if let Ok(number) = raw.parse::<u64>() {
+      return Some(number);
+    }
+  }
   serde_json::from_str::<u64>(raw).ok().or_else(|| {
     let number = serde_json::from_str::<f64>(raw).ok()?;
     (number.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&number)).then_some(number as u64)
@@ -957,6 +964,25 @@ mod tests {
         matches!(m, Incoming::Response { id: None, .. }),
         "{spelled}"
       );
+    }
+  }
+
+  #[test]
+  fn t5_plain_digit_ids_are_read_as_serde_json_reads_them() {
+    let cases = [
+      ("0", Some(0)),
+      ("7", Some(7)),
+      ("9007199254740993", Some(9_007_199_254_740_993)),
+      ("18446744073709551615", Some(u64::MAX)),
+      // Past u64 the f64 rule applies, and it stops at 2^53.
+      ("18446744073709551616", None),
+      ("00", None),
+      ("01", None),
+      ("", None),
+    ];
+    for (raw, expected) in cases {
+      assert_eq!(our_id(raw), expected, "{raw}");
+      assert_eq!(serde_json::from_str::<u64>(raw).ok(), expected, "{raw}");
     }
   }
 
