@@ -80,6 +80,7 @@ impl BunImmediates {
     let callback = js
       .closure("mcpNativeSpin", move |js, _| {
         if Instant::now() < tick_state.deadline.get() {
+          crate::runtime::spin::share_the_core();
           let again = SPINNER.with(|s| match &*s.borrow() {
             Some(Spinner::Bun(bun)) => bun.schedule(js),
             _ => false,

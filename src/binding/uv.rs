@@ -150,6 +150,8 @@ impl Idle {
       self.active.set(false);
       // SAFETY: called from the handle's own callback: it is live.
       unsafe { (self.uv.idle_stop)(self.handle) };
+    } else {
+      crate::runtime::spin::share_the_core();
     }
   }
 }
