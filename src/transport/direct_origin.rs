@@ -20,7 +20,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, HOST};
-use reqwest::{Method, Url};
+use reqwest::{Method, ResponseBuilderExt, Url};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -307,7 +307,12 @@ impl DirectOrigin {
         origin: Arc::downgrade(self),
       })
     });
-    answer.extensions_mut().insert(AnsweredUrl(url.clone()));
+    // The URL goes where `reqwest::Response::url` reads it, through reqwest's own setter
+    // (without it, reqwest parses a placeholder URL for every answer).
+    let mut with_url = http::response::Builder::new().url(url.clone());
+    if let Some(extensions) = with_url.extensions_mut() {
+      answer.extensions_mut().extend(std::mem::take(extensions));
+    }
     reqwest::Response::from(answer)
   }
 
@@ -315,11 +320,16 @@ impl DirectOrigin {
     if sender.is_closed() {
       return;
     }
+    let now = Instant::now();
     let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
     // Connections the server closed or that idled too long go, as reqwest's pool reaps them.
-    idle.retain(|(kept, since)| !kept.is_closed() && since.elapsed() <= IDLE_LIMIT);
+    // One clock read for them all: with 64 kept, reading it per connection was 4 % of the
+    // runtime's samples.
+    idle.retain(|(kept, since)| {
+      !kept.is_closed() && now.saturating_duration_since(*since) <= IDLE_LIMIT
+    });
     if idle.len() < MAX_IDLE {
-      idle.push((sender, Instant::now()));
+      idle.push((sender, now));
     }
   }
 }
@@ -373,18 +383,6 @@ fn origin_form(url: &Url) -> String {
     Some(query) => format!("{}?{query}", url.path()),
     None => url.path().to_string(),
   }
-}
-
-/// The URL an answer came from: `reqwest::Response::url` knows it only for reqwest's own.
-#[derive(Clone)]
-pub struct AnsweredUrl(pub Url);
-
-/// The URL `response` came from.
-pub fn answered_url(response: &reqwest::Response) -> &Url {
-  response
-    .extensions()
-    .get::<AnsweredUrl>()
-    .map_or_else(|| response.url(), |answered| &answered.0)
 }
 
 /// `proxies`' rules as hyper-util's matcher, the one reqwest's own proxies go by.
@@ -504,7 +502,7 @@ mod tests {
       )
       .await
       .unwrap();
-    assert_eq!(answered_url(&answer), at);
+    assert_eq!(answer.url(), at);
     answer.text().await.unwrap()
   }
 

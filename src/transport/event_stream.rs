@@ -23,7 +23,7 @@ pub struct EventReader {
 
 impl EventReader {
   pub fn new(response: Response, limit: usize) -> Self {
-    let url = super::direct_origin::answered_url(&response).clone();
+    let url = response.url().clone();
     EventReader {
       body: response.bytes_stream().boxed(),
       parser: SseParser::new(limit),

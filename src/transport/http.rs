@@ -1402,7 +1402,7 @@ async fn deliver_events(
 
 /// E3: a body is read up to `limit` bytes.
 async fn read_body(response: Response, limit: usize) -> Result<Vec<u8>, CoreError> {
-  let url = crate::transport::direct_origin::answered_url(&response).clone();
+  let url = response.url().clone();
   let mut body = Vec::new();
   let mut chunks = response.bytes_stream();
   while let Some(chunk) = chunks.next().await {
