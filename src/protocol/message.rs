@@ -366,6 +366,29 @@ fn classify_fully(frame: &str) -> Result<Incoming, Skipped> {
   }
 }
 
+/// What is wrong with a body that answers one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerProblem {
+  /// H5: not JSON at all.
+  NotJson,
+  /// A50: JSON, but not a well-formed answer (`malformed_answer`'s words).
+  Malformed(&'static str),
+}
+
+/// H5/A50: what is wrong with a body that answers one request, if anything. The plain
+/// answer most servers send (`plain_answer`, between JSON whitespace) is read once instead
+/// of being parsed for each question.
+pub fn answer_problem(body: &str) -> Option<AnswerProblem> {
+  const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+  if plain_answer(body.trim_matches(JSON_SPACE)).is_some() {
+    return None;
+  }
+  if serde_json::from_str::<serde::de::IgnoredAny>(body).is_err() {
+    return Some(AnswerProblem::NotJson);
+  }
+  malformed_answer(body).map(AnswerProblem::Malformed)
+}
+
 /// A50: what is wrong with a JSON body that answers one request, in the agent's words: an
 /// object with neither `result` nor `error`, or whose `error` is not `{code: number,
 /// message: string}`. `None` for a good answer, and for anything else (a batch, a server
@@ -965,6 +988,44 @@ mod tests {
         "{spelled}"
       );
     }
+  }
+
+  #[test]
+  fn h5_a50_an_answer_s_problem_is_found_as_the_two_parses_find_it() {
+    let by_parsing = |body: &str| {
+      if serde_json::from_str::<serde::de::IgnoredAny>(body).is_err() {
+        Some(AnswerProblem::NotJson)
+      } else {
+        malformed_answer(body).map(AnswerProblem::Malformed)
+      }
+    };
+    let mut fast = 0;
+    for body in [
+      r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+      r#"{"result":{},"id":7,"jsonrpc":"2.0"}"#,
+      r#"{"jsonrpc":"2.0","id":1,"result":{"a":}}"#,
+      r#"{"jsonrpc":"2.0","id":1,"result":[1,2}"#,
+      r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1}}"#,
+      r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#,
+      r#"{"jsonrpc":"2.0","id":1}"#,
+      r#"[{"jsonrpc":"2.0","id":1,"result":1}]"#,
+      r#"{"jsonrpc":"2.0","method":"notifications/x"}"#,
+      "not json",
+      "",
+    ] {
+      for (before, after) in [
+        ("", ""),
+        ("", "\n"),
+        (" \r\n", "\t "),
+        ("", "\u{a0}"),
+        ("\u{a0}", ""),
+      ] {
+        let body = format!("{before}{body}{after}");
+        fast += usize::from(plain_answer(body.trim_matches([' ', '\t', '\n', '\r'])).is_some());
+        assert_eq!(answer_problem(&body), by_parsing(&body), "{body:?}");
+      }
+    }
+    assert_eq!(fast, 6);
   }
 
   #[test]

@@ -735,7 +735,10 @@ impl Session {
     }
     if let Ok(Incoming::Response { id: named, outcome }) = message::classify(frame) {
       let ours = named.and_then(|named| self.state().request_number(named));
-      if ours != Some(id) {
+      // A big result naming this request is built as a tree (`handle`); any other answers
+      // it as read here, without reading it twice.
+      let as_tree = ours == Some(id) && message::prefers_tree(frame) && !self.screens_tools();
+      if !as_tree {
         return self.settle_response(id, outcome);
       }
     }

@@ -20,6 +20,7 @@ use crate::oauth::challenge::Challenge;
 use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
 use crate::protocol::destination::{self, EndpointError};
+use crate::protocol::message::AnswerProblem;
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::session::{Ack, Event, EventSink, FrameSink, Outgoing, Sent, Session};
 use crate::transport::event_stream::{EventReader, ReadItem};
@@ -969,11 +970,10 @@ async fn exchange(
       // H5: anything else is read as JSON, as the agent does.
       let body = read_body(response, shared.config.max_message_bytes).await?;
       let text = String::from_utf8_lossy(&body);
-      if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
-        return Err(CoreError::InvalidJson(text.into_owned()));
-      }
-      if let Some(malformed) = crate::protocol::message::malformed_answer(&text) {
-        return Err(CoreError::MalformedAnswer(malformed));
+      match crate::protocol::message::answer_problem(&text) {
+        Some(AnswerProblem::NotJson) => return Err(CoreError::InvalidJson(text.into_owned())),
+        Some(AnswerProblem::Malformed(words)) => return Err(CoreError::MalformedAnswer(words)),
+        None => {}
       }
       session.handle_answer(id, &text);
       Ok(None)
