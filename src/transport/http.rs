@@ -603,6 +603,10 @@ impl Shared {
   /// Where frames are POSTed; for `type: "sse"` the first call finds out (H11).
   /// Waits (a bounded time) for a GET listener being opened to get its answer.
   async fn listener_opened(&self) {
+    // Nearly always nothing is being opened: then no timer is set up for the wait.
+    if self.listener_opening.try_read().is_ok() {
+      return;
+    }
     let _ = tokio::time::timeout(LISTENER_OPEN_WAIT, self.listener_opening.read()).await;
   }
 
