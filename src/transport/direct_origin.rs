@@ -162,7 +162,9 @@ impl DirectOrigin {
     for _ in 0..MAX_ATTEMPTS {
       let (ready, reused) = match self.reuse().await {
         Some(ready) => (ready, true),
-        None => (self.connect().await?, false),
+        // Boxed: a new connection (TCP, TLS) is the rare step and by far the largest
+        // state; inline, every request's future carried its ~7.5 KiB.
+        None => (Box::pin(self.connect()).await?, false),
       };
       let mut error = match ready {
         Ready::Http2(mut sender) => {

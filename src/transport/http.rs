@@ -841,7 +841,7 @@ async fn send_notification(
     }
     Err(http_error(response, false, shared.config.max_message_bytes).await)
   };
-  with_timeout_apart(timeout, exchange, || shared.user_wait())
+  with_timeout_apart(timeout, std::pin::pin!(exchange), || shared.user_wait())
     .await
     .map_err(CoreError::NotifyTimeout)?
 }
@@ -950,9 +950,11 @@ async fn exchange(
   let timed_out = |limit: Duration| CoreError::RequestTimeout(timeout.unwrap_or(limit));
   // Phase 1: the POST, and a JSON body.
   shared.note_initialize(&frame);
+  // The big futures go in pinned where they are: an `async fn` keeps its arguments beside
+  // the locals they move into, so passed by value they took their room twice.
   let phase = with_timeout_apart(
     timeout,
-    async {
+    std::pin::pin!(async {
       shared.listener_opened().await;
       let response = match post_with_legacy_probe(shared, session, frame).await? {
         Posted::Response(response) => response,
@@ -981,7 +983,7 @@ async fn exchange(
       }
       session.handle_answer(id, &text);
       Ok(None)
-    },
+    }),
     || shared.user_wait(),
   )
   .await;
@@ -1023,7 +1025,11 @@ async fn exchange(
   }
   // Phase 2: events until the answer, on this stream or, after it ends or breaks, on the
   // streams that resume it (P2), within what is left of the deadline (A50).
-  let answered = with_timeout(remaining(), follow_answer(shared, session, stream, id)).await;
+  let answered = with_timeout(
+    remaining(),
+    std::pin::pin!(follow_answer(shared, session, stream, id)),
+  )
+  .await;
   match answered {
     Err(limit) => session.time_out(id, timed_out(limit)),
     Ok(Err(error)) => fail(error),
