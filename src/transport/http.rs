@@ -631,7 +631,7 @@ impl FrameSink for Exchanges {
     let Some(session) = self.session.get().and_then(std::sync::Weak::upgrade) else {
       return Err(out);
     };
-    // The exchange's state is ~9 KiB: boxed once, only its pointer moves into the task
+    // The exchange's state is ~5 KiB: boxed once, only its pointer moves into the task
     // (unboxed, each spawn copied it two or three times: 5 % of the runtime's samples).
     let task = Box::pin(exchange_frame(self.shared.clone(), session, out));
     self.shared.runtime.spawn(task);
