@@ -375,18 +375,21 @@ pub enum AnswerProblem {
   Malformed(&'static str),
 }
 
-/// H5/A50: what is wrong with a body that answers one request, if anything. The plain
-/// answer most servers send (`plain_answer`, between JSON whitespace) is read once instead
-/// of being parsed for each question.
-pub fn answer_problem(body: &str) -> Option<AnswerProblem> {
+/// H5/A50: a body that answers one request: the plain answer most servers send
+/// (`plain_answer`, between JSON whitespace) as read, `None` for any other good answer, or
+/// what is wrong with it. The plain answer is read once, for every question and to settle.
+pub fn read_answer(body: &str) -> Result<Option<Incoming>, AnswerProblem> {
   const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
-  if plain_answer(body.trim_matches(JSON_SPACE)).is_some() {
-    return None;
+  if let Some(answer) = plain_answer(body.trim_matches(JSON_SPACE)) {
+    return Ok(Some(answer));
   }
   if serde_json::from_str::<serde::de::IgnoredAny>(body).is_err() {
-    return Some(AnswerProblem::NotJson);
+    return Err(AnswerProblem::NotJson);
   }
-  malformed_answer(body).map(AnswerProblem::Malformed)
+  match malformed_answer(body) {
+    Some(words) => Err(AnswerProblem::Malformed(words)),
+    None => Ok(None),
+  }
 }
 
 /// A50: what is wrong with a JSON body that answers one request, in the agent's words: an
@@ -1022,7 +1025,12 @@ mod tests {
       ] {
         let body = format!("{before}{body}{after}");
         fast += usize::from(plain_answer(body.trim_matches([' ', '\t', '\n', '\r'])).is_some());
-        assert_eq!(answer_problem(&body), by_parsing(&body), "{body:?}");
+        assert_eq!(read_answer(&body).err(), by_parsing(&body), "{body:?}");
+        if let Ok(Some(read)) = read_answer(&body) {
+          let classified = classify(body.trim_matches([' ', '\t', '\n', '\r']));
+          let (read, classified) = (Some(read), classified.ok());
+          assert_eq!(format!("{read:?}"), format!("{classified:?}"), "{body:?}");
+        }
       }
     }
     assert_eq!(fast, 6);

@@ -43,7 +43,8 @@ impl Resumption {
       retry: DEFAULT_RETRY,
       failures: 0,
       max_attempts,
-      reopens: VecDeque::with_capacity(REOPEN_BURST),
+      // Made on first use: every HTTP request has one, and few ever resume.
+      reopens: VecDeque::new(),
     }
   }
 

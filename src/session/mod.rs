@@ -729,11 +729,13 @@ impl Session {
   }
 
   /// A18: a JSON body is the answer to request `id`, which POSTed it, whatever id it names.
-  pub fn handle_answer(&self, id: u64, frame: &str) {
+  /// `read`: the body as `message::read_answer` already read it, if it did.
+  pub fn handle_answer(&self, id: u64, frame: &str, read: Option<Incoming>) {
     if !self.is_connected() {
       return;
     }
-    if let Ok(Incoming::Response { id: named, outcome }) = message::classify(frame) {
+    let read = read.map_or_else(|| message::classify(frame), Ok);
+    if let Ok(Incoming::Response { id: named, outcome }) = read {
       let ours = named.and_then(|named| self.state().request_number(named));
       // A big result naming this request is built as a tree (`handle`); any other answers
       // it as read here, without reading it twice.
@@ -992,6 +994,11 @@ impl Session {
 
   pub fn protocol_version(&self) -> Option<String> {
     self.state().protocol_version.clone()
+  }
+
+  /// What `read` makes of the negotiated version, read in place (on every HTTP request).
+  pub fn read_protocol_version<T>(&self, read: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+    self.state().protocol_version.as_deref().and_then(read)
   }
 
   /// N3: from now on requests are stateless ones of `version`, each carrying `meta` in its

@@ -13,6 +13,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use http::uri::PathAndQuery;
 use http_body_util::{Either, Empty, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::{http1, http2};
@@ -52,6 +53,8 @@ pub struct DirectOrigin {
   authority: HeaderValue,
   /// The origin, as the connector takes it.
   dial: http::Uri,
+  /// The configured URL and its request target, made once: nearly every request is to it.
+  home: (String, PathAndQuery),
   connector: HttpConnector,
   tls: Option<(TlsConnector, ServerName<'static>)>,
   idle: Mutex<Vec<(Http1, Instant)>>,
@@ -102,6 +105,7 @@ impl DirectOrigin {
       }
       _ => None,
     };
+    let home = (url.as_str().to_string(), origin_form(url).try_into().ok()?);
     let dial = http::Uri::builder()
       .scheme(scheme)
       .authority(authority.as_bytes())
@@ -114,6 +118,7 @@ impl DirectOrigin {
       port,
       authority,
       dial,
+      home,
       connector: connector(),
       tls,
       idle: Mutex::new(Vec::new()),
@@ -174,7 +179,7 @@ impl DirectOrigin {
           *request.uri_mut() = http::Uri::builder()
             .scheme(self.scheme)
             .authority(self.authority.as_bytes())
-            .path_and_query(origin_form(url))
+            .path_and_query(self.target(url)?)
             .build()?;
           match sender.try_send_request(request).await {
             Ok(answer) => return Ok(self.answer(answer, None, url)),
@@ -185,7 +190,7 @@ impl DirectOrigin {
           }
         }
         Ready::Http1(mut sender) => {
-          *request.uri_mut() = origin_form(url).parse()?;
+          *request.uri_mut() = http::Uri::from(self.target(url)?);
           // As hyper-util sets it for reqwest: only where the request names none.
           request
             .headers_mut()
@@ -217,6 +222,14 @@ impl DirectOrigin {
       };
     }
     Err("no connection to the server could take the request".into())
+  }
+
+  /// `url`'s request target: its path and query.
+  fn target(&self, url: &Url) -> Result<PathAndQuery, http::uri::InvalidUri> {
+    if url.as_str() == self.home.0 {
+      return Ok(self.home.1.clone());
+    }
+    origin_form(url).try_into()
   }
 
   /// The shared HTTP/2 connection or a kept HTTP/1.1 one, ready for a request.

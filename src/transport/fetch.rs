@@ -80,7 +80,7 @@ pub async fn send(
   let mut method = method;
   let mut body = body;
   let mut headers = headers;
-  let mut current = url.clone();
+  let mut current = std::borrow::Cow::Borrowed(url);
   let mut hops = 0;
   loop {
     let mut sent = HeaderMap::new();
@@ -120,7 +120,7 @@ pub async fn send(
         }
       }
     };
-    current = next;
+    current = std::borrow::Cow::Owned(next);
     hops += 1;
   }
 }

@@ -5,11 +5,12 @@
 //! request's cancel token, so an abort, a timeout or `close()` drops the HTTP exchange
 //! itself (T7, T8, H9). Answers, whatever the channel, go through `Session::handle_frame`,
 //! which keeps the order of notifications and responses (T3).
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use futures::StreamExt;
+use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, Response, Url};
 use tokio::runtime::Handle;
@@ -81,7 +82,8 @@ struct Shared {
   /// Taken out by close(), so the pool and its keep-alive sockets go at once rather than
   /// whenever the JS object is collected.
   client: Mutex<Option<fetch::Fetcher>>,
-  session_id: Mutex<Option<String>>,
+  /// H3: the session id, as it goes out (a value of its own, valid as one).
+  session_id: Mutex<Option<HeaderValue>>,
   mode: tokio::sync::Mutex<Mode>,
   /// Cancelled by close(): stops the GET listener and the legacy stream.
   closing: CancellationToken,
@@ -290,9 +292,7 @@ impl HttpTransport {
           .timeout
           .unwrap_or(DELETE_TIMEOUT_WITHOUT_TIMEOUT);
         let mut headers = shared.base_headers();
-        if let Ok(value) = HeaderValue::from_str(&session_id) {
-          headers.insert(SESSION_HEADER, value);
-        }
+        headers.insert(SESSION_HEADER, session_id);
         let url = &shared.config.url;
         let delete = fetch::send(
           &client,
@@ -327,6 +327,11 @@ impl Shared {
   }
 
   fn session_id(&self) -> Option<String> {
+    let id = self.session_header()?;
+    id.to_str().ok().map(str::to_string)
+  }
+
+  fn session_header(&self) -> Option<HeaderValue> {
     self.session_id.lock().ok().and_then(|s| s.clone())
   }
 
@@ -344,7 +349,10 @@ impl Shared {
     let id =
       crate::protocol::session_id::parse(value.as_bytes()).ok_or(CoreError::InvalidSessionId)?;
     if let Ok(mut stored) = self.session_id.lock() {
-      *stored = Some(id.to_string());
+      // Servers name it on every answer: it is copied only when it changes.
+      if stored.as_ref().map(HeaderValue::as_bytes) != Some(id.as_bytes()) {
+        *stored = HeaderValue::from_str(id).ok();
+      }
     }
     Ok(())
   }
@@ -375,18 +383,16 @@ impl Shared {
 
   fn request_headers(&self, session: &Session) -> HeaderMap {
     let mut headers = self.base_headers();
-    if let Some(id) = self
-      .session_id()
-      .and_then(|id| HeaderValue::from_str(&id).ok())
-    {
+    if let Some(id) = self.session_header() {
       headers.insert(SESSION_HEADER, id);
     }
     let announced = self.announced_version.lock().ok().and_then(|v| v.clone());
     if let Some(version) = announced.or_else(|| {
-      session
-        .protocol_version()
-        .filter(|v| v.as_str() >= FIRST_VERSION_WITH_HEADER)
-        .and_then(|v| HeaderValue::from_str(&v).ok())
+      session.read_protocol_version(|v| {
+        (v >= FIRST_VERSION_WITH_HEADER)
+          .then(|| version_header(v))
+          .flatten()
+      })
     }) {
       headers.insert(VERSION_HEADER, version);
     }
@@ -399,20 +405,20 @@ impl Shared {
   async fn post_in_session(
     &self,
     session: &Session,
-    url: Url,
-    frame: String,
+    url: &Url,
+    frame: Bytes,
   ) -> Result<Response, CoreError> {
     // A re-initialization under way replaces the session: wait for the new one.
     drop(self.reinitializing.lock().await);
-    let used = self.session_id();
+    let used = self.session_header();
     let mut rounds = Rounds::default();
     let response = self
-      .post_authorized(session, url.clone(), &frame, &mut rounds)
+      .post_authorized(session, url, &frame, &mut rounds)
       .await?;
     if response.status() != reqwest::StatusCode::NOT_FOUND {
       return Ok(response);
     }
-    if !self.renew_session(session, &url, used.as_deref()).await {
+    if !self.renew_session(session, url, used.as_ref()).await {
       return Ok(response);
     }
     self
@@ -425,15 +431,13 @@ impl Shared {
   async fn post_authorized(
     &self,
     session: &Session,
-    url: Url,
-    frame: &str,
+    url: &Url,
+    frame: &Bytes,
     rounds: &mut Rounds,
   ) -> Result<Response, CoreError> {
     let mut asked_hook = false;
     loop {
-      let (response, used) = self
-        .post_with_token(session, url.clone(), frame.to_string())
-        .await?;
+      let (response, used) = self.post_with_token(session, url, frame.clone()).await?;
       let Some(auth) = &self.auth else {
         // O6: without our own flow, the agent's hook may supply headers, for one retry.
         let refused = matches!(response.status().as_u16(), 401 | 403);
@@ -458,7 +462,7 @@ impl Shared {
 
   /// P3: the server no longer knows session `used`; whether a session to retry in exists
   /// now (ours, or one a concurrent re-initialization made).
-  async fn renew_session(&self, session: &Session, url: &Url, used: Option<&str>) -> bool {
+  async fn renew_session(&self, session: &Session, url: &Url, used: Option<&HeaderValue>) -> bool {
     let Some(used) = used else {
       return false;
     };
@@ -467,7 +471,7 @@ impl Shared {
     };
     let _one_at_a_time = self.reinitializing.lock().await;
     // Someone else's re-initialization may already have replaced the session.
-    if self.session_id().as_deref() != Some(used) {
+    if self.session_header().as_ref() != Some(used) {
       return true;
     }
     if let Ok(mut stored) = self.session_id.lock() {
@@ -485,11 +489,11 @@ impl Shared {
   ) -> Result<(), CoreError> {
     const ID: &str = "\"mcp-native-reinitialize\"";
     let frame = format!(r#"{{"jsonrpc":"2.0","id":{ID},"method":"initialize","params":{params}}}"#);
-    let response = self.post(session, url.clone(), frame).await?;
+    let response = self.post(session, url, frame.into()).await?;
     if !response.status().is_success() {
       return Err(http_error(response, true, self.config.max_message_bytes).await);
     }
-    let answer = if content_type(&response).starts_with("text/event-stream") {
+    let answer = if content_type_is(&response, "text/event-stream") {
       let mut events = EventReader::new(response, self.config.max_message_bytes);
       loop {
         match events.next().await {
@@ -510,7 +514,7 @@ impl Shared {
     }
     let initialized =
       crate::protocol::message::notification_frame("notifications/initialized", None);
-    let response = self.post(session, url.clone(), initialized).await?;
+    let response = self.post(session, url, initialized.into()).await?;
     if !response.status().is_success() {
       return Err(http_error(response, false, self.config.max_message_bytes).await);
     }
@@ -518,10 +522,11 @@ impl Shared {
   }
 
   /// P3: remembers the params of an `initialize` frame on its way out.
-  fn note_initialize(&self, frame: &str) {
+  fn note_initialize(&self, frame: &[u8]) {
     // Our frames name the method right after the id, so a large request costs nothing here.
-    let head = frame.get(..frame.len().min(64)).unwrap_or(frame);
-    if !head.contains(r#""method":"initialize""#) {
+    const METHOD: &[u8] = br#""method":"initialize""#;
+    let head = &frame[..frame.len().min(64)];
+    if !head.windows(METHOD.len()).any(|w| w == METHOD) {
       return;
     }
     #[derive(serde::Deserialize)]
@@ -530,7 +535,7 @@ impl Shared {
       #[serde(borrow)]
       params: Option<&'a serde_json::value::RawValue>,
     }
-    if let Ok(message) = serde_json::from_str::<Initialize>(frame) {
+    if let Ok(message) = serde_json::from_slice::<Initialize>(frame) {
       if message.method == "initialize" {
         if let Ok(mut stored) = self.initialize_params.lock() {
           *stored = Some(message.params.map_or("{}", |p| p.get()).to_string());
@@ -539,7 +544,7 @@ impl Shared {
     }
   }
 
-  async fn post(&self, session: &Session, url: Url, frame: String) -> Result<Response, CoreError> {
+  async fn post(&self, session: &Session, url: &Url, frame: Bytes) -> Result<Response, CoreError> {
     Ok(self.post_with_token(session, url, frame).await?.0)
   }
 
@@ -547,17 +552,19 @@ impl Shared {
   async fn post_with_token(
     &self,
     session: &Session,
-    url: Url,
-    frame: String,
+    url: &Url,
+    frame: Bytes,
   ) -> Result<(Response, Option<String>), CoreError> {
     let mut headers = self.request_headers(session);
     // N4: a stateless-era POST names its method (and tool, prompt or resource).
     if session.is_stateless() {
-      let routing = crate::protocol::headers::routing_headers(&frame)
+      // Our frames are made from `String`s: always UTF-8.
+      let frame = std::str::from_utf8(&frame).unwrap_or_default();
+      let routing = crate::protocol::headers::routing_headers(frame)
         .into_iter()
         .map(|(name, value)| (HeaderName::from_static(name), value));
       let params = session
-        .param_headers(&frame)
+        .param_headers(frame)
         .into_iter()
         .filter_map(|(name, value)| Some((HeaderName::from_bytes(name.as_bytes()).ok()?, value)));
       for (name, value) in routing.chain(params) {
@@ -566,11 +573,17 @@ impl Shared {
         }
       }
     }
-    let token = self.present(&mut headers, "POST", &url).await;
+    let token = self.present(&mut headers, "POST", url).await;
     let client = self.client()?;
-    let body = Some(bytes::Bytes::from(frame));
-    let response =
-      fetch::send(&client, self.locked_to(), Method::POST, &url, headers, body).await?;
+    let response = fetch::send(
+      &client,
+      self.locked_to(),
+      Method::POST,
+      url,
+      headers,
+      Some(frame),
+    )
+    .await?;
     self.capture_session(&response)?;
     if let (Some(auth), Some(nonce)) = (&self.auth, dpop_nonce(&response)) {
       auth.note_resource_nonce(&nonce);
@@ -665,7 +678,7 @@ async fn exchange_frame(shared: Arc<Shared>, session: Arc<Session>, out: Outgoin
     Ack::None => {
       let send = async {
         let url = shared.post_url().await;
-        with_timeout(out.timeout, shared.post(&session, url, out.frame)).await
+        with_timeout(out.timeout, shared.post(&session, &url, out.frame.into())).await
       };
       tokio::select! {
         _ = shared.closing.cancelled() => {}
@@ -808,6 +821,15 @@ impl AuthHost for HostThroughEvents {
   }
 }
 
+/// `version` as a header value: the versions we know are static, copied on no request.
+fn version_header(version: &str) -> Option<HeaderValue> {
+  const KNOWN: [&str; 3] = ["2025-06-18", "2025-11-25", "2026-07-28"];
+  match KNOWN.into_iter().find(|known| *known == version) {
+    Some(known) => Some(HeaderValue::from_static(known)),
+    None => HeaderValue::from_str(version).ok(),
+  }
+}
+
 /// The `Content-Type` header as sent (empty when missing).
 pub(crate) fn content_type_header(response: &Response) -> String {
   response
@@ -818,8 +840,15 @@ pub(crate) fn content_type_header(response: &Response) -> String {
     .to_string()
 }
 
-fn content_type(response: &Response) -> String {
-  content_type_header(response).to_ascii_lowercase()
+/// Whether the `Content-Type` header starts with `kind` (lowercase), in any case; read in
+/// place, as it is on every answer.
+fn content_type_is(response: &Response, kind: &str) -> bool {
+  response
+    .headers()
+    .get(CONTENT_TYPE)
+    .and_then(|v| v.to_str().ok())
+    .and_then(|v| v.get(..kind.len()))
+    .is_some_and(|named| named.eq_ignore_ascii_case(kind))
 }
 
 /// H7: success on any 2xx.
@@ -832,9 +861,9 @@ async fn send_notification(
   let exchange = async {
     shared.listener_opened().await;
     let url = shared.post_url().await;
-    let response = shared.post_in_session(session, url, frame).await?;
+    let response = shared.post_in_session(session, &url, frame.into()).await?;
     if response.status().is_success() {
-      if content_type(&response).starts_with("text/event-stream") {
+      if content_type_is(&response, "text/event-stream") {
         read_in_background(shared, session, response);
       }
       return Ok(());
@@ -875,7 +904,8 @@ async fn send_request(
   cancel: &CancellationToken,
 ) {
   let fail = |error: CoreError| session.write_failed(Ack::Request(id), error);
-  let mut frame = out.frame;
+  // As `Bytes`, the kept copy and every POST's body share the frame.
+  let mut frame = Bytes::from(out.frame);
   let mut backoff = Resumption::new(shared.config.max_resumptions);
   let mut resent = false;
   loop {
@@ -915,12 +945,14 @@ async fn send_request(
     let Some((attempt, wire_id)) = reissued else {
       return fail(broken.unwrap_or(CoreError::NoResponse(session.id_text(id))));
     };
-    let Some(next) = crate::protocol::message::with_request_id(&frame, &session.id_json(wire_id))
-    else {
+    let reissued = std::str::from_utf8(&frame)
+      .ok()
+      .and_then(|text| crate::protocol::message::with_request_id(text, &session.id_json(wire_id)));
+    let Some(next) = reissued else {
       return fail(broken.unwrap_or(CoreError::NoResponse(session.id_text(id))));
     };
     tokio::time::sleep(attempt.wait).await;
-    frame = next;
+    frame = Bytes::from(next);
     resent = true;
   }
 }
@@ -931,7 +963,7 @@ async fn exchange(
   shared: &Shared,
   session: &Arc<Session>,
   id: u64,
-  frame: String,
+  frame: Bytes,
   cancel: &CancellationToken,
   timeout: Option<Duration>,
   backoff: &mut Resumption,
@@ -964,8 +996,7 @@ async fn exchange(
         let refused = refused(session, response, shared.config.max_message_bytes).await;
         return refusal(session, refused);
       }
-      let kind = content_type(&response);
-      if kind.starts_with("text/event-stream") {
+      if content_type_is(&response, "text/event-stream") {
         return Ok(Some(response));
       }
       if matches!(*shared.mode.lock().await, Mode::Legacy { .. }) {
@@ -976,12 +1007,12 @@ async fn exchange(
       // H5: anything else is read as JSON, as the agent does.
       let body = read_body(response, shared.config.max_message_bytes).await?;
       let text = String::from_utf8_lossy(&body);
-      match crate::protocol::message::answer_problem(&text) {
-        Some(AnswerProblem::NotJson) => return Err(CoreError::InvalidJson(text.into_owned())),
-        Some(AnswerProblem::Malformed(words)) => return Err(CoreError::MalformedAnswer(words)),
-        None => {}
-      }
-      session.handle_answer(id, &text);
+      let read = match crate::protocol::message::read_answer(&text) {
+        Err(AnswerProblem::NotJson) => return Err(CoreError::InvalidJson(text.into_owned())),
+        Err(AnswerProblem::Malformed(words)) => return Err(CoreError::MalformedAnswer(words)),
+        Ok(read) => read,
+      };
+      session.handle_answer(id, &text, read);
       Ok(None)
     }),
     || shared.user_wait(),
@@ -1057,7 +1088,7 @@ enum Refusal {
 }
 
 async fn refused(session: &Session, response: Response, limit: usize) -> Refusal {
-  let json = session.is_stateless() && content_type(&response).starts_with("application/json");
+  let json = session.is_stateless() && content_type_is(&response, "application/json");
   match http_error(response, true, limit).await {
     CoreError::Http { body, .. } if json && crate::protocol::message::is_error_response(&body) => {
       Refusal::Answer(body)
@@ -1082,23 +1113,23 @@ fn refusal(session: &Session, refusal: Refusal) -> Result<Option<Response>, Core
 async fn post_with_legacy_probe(
   shared: &Shared,
   session: &Arc<Session>,
-  frame: String,
+  frame: Bytes,
 ) -> Result<Posted, CoreError> {
   let mut mode = shared.mode.lock().await;
   if *mode != Mode::Probing {
     let url = match &*mode {
-      Mode::Legacy { endpoint } => endpoint.clone(),
-      _ => shared.config.url.clone(),
+      Mode::Legacy { endpoint } => Cow::Owned(endpoint.clone()),
+      _ => Cow::Borrowed(&shared.config.url),
     };
     drop(mode);
     return shared
-      .post_in_session(session, url, frame)
+      .post_in_session(session, &url, frame)
       .await
       .map(Posted::Response);
   }
   let mut rounds = Rounds::default();
   let response = shared
-    .post_authorized(session, shared.config.url.clone(), &frame, &mut rounds)
+    .post_authorized(session, &shared.config.url, &frame, &mut rounds)
     .await?;
   let status = response.status().as_u16();
   let rejected_post = (400..500).contains(&status) && status != 401 && status != 403;
@@ -1118,7 +1149,7 @@ async fn post_with_legacy_probe(
       };
       drop(mode);
       shared
-        .post(session, endpoint, frame)
+        .post(session, &endpoint, frame)
         .await
         .map(Posted::Response)
     }
@@ -1202,7 +1233,7 @@ async fn listen(
       // P3: the session expired under the listener: renewed, it listens on the new one.
       Opened::Expired { used } => {
         let url = shared.config.url.clone();
-        if !shared.renew_session(session, &url, used.as_deref()).await {
+        if !shared.renew_session(session, &url, used.as_ref()).await {
           return streamed;
         }
         resumption = Resumption::new(shared.config.max_resumptions);
@@ -1278,7 +1309,7 @@ enum Opened {
   Refused(CoreError),
   /// P3: 404 to a GET that carried session id `used`.
   Expired {
-    used: Option<String>,
+    used: Option<HeaderValue>,
   },
   Failed(CoreError),
 }
@@ -1317,7 +1348,7 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
   };
   let mut first = headers(shared);
   shared.present(&mut first, "GET", &shared.config.url).await;
-  let used = shared.session_id();
+  let used = shared.session_header();
   let get = |headers: HeaderMap| {
     let url = &shared.config.url;
     fetch::send(&client, shared.locked_to(), Method::GET, url, headers, None)
@@ -1356,7 +1387,7 @@ async fn open_stream(shared: &Shared, session: &Arc<Session>, from: Option<&str>
     };
     return Opened::Refused(CoreError::ResumeRefused { status, body });
   }
-  if !content_type(&response).starts_with("text/event-stream") {
+  if !content_type_is(&response, "text/event-stream") {
     let named = content_type_header(&response);
     return Opened::Refused(CoreError::ResumeNotEventStream(named));
   }
@@ -1411,18 +1442,35 @@ async fn deliver_events(
 }
 
 /// E3: a body is read up to `limit` bytes.
-async fn read_body(response: Response, limit: usize) -> Result<Vec<u8>, CoreError> {
-  let url = response.url().clone();
-  let mut body = Vec::new();
-  let mut chunks = response.bytes_stream();
-  while let Some(chunk) = chunks.next().await {
-    let chunk = chunk.map_err(|e| interrupted_error(&url, &e))?;
-    if body.len() + chunk.len() > limit {
+async fn read_body(mut response: Response, limit: usize) -> Result<Bytes, CoreError> {
+  // Most answers come in one chunk: that one is kept as it came, not copied.
+  let mut first: Option<Bytes> = None;
+  let mut joined = Vec::new();
+  let mut read = 0;
+  while let Some(chunk) = response
+    .chunk()
+    .await
+    .map_err(|e| interrupted_error(response.url(), &e))?
+  {
+    read += chunk.len();
+    if read > limit {
       return Err(CoreError::BodyTooLarge { limit });
     }
-    body.extend_from_slice(&chunk);
+    match &first {
+      None => first = Some(chunk),
+      Some(first) => {
+        if joined.is_empty() {
+          joined.extend_from_slice(first);
+        }
+        joined.extend_from_slice(&chunk);
+      }
+    }
   }
-  Ok(body)
+  Ok(if joined.is_empty() {
+    first.unwrap_or_default()
+  } else {
+    Bytes::from(joined)
+  })
 }
 
 /// A refused answer's body as text (lossy; empty when it cannot be read).
