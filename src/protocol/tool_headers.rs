@@ -121,7 +121,7 @@ pub fn call_headers(frame: &str, known: &ToolHeaders) -> Vec<(String, String)> {
     .iter()
     .filter_map(|(parameter, header)| {
       let value = match frame.params.arguments.get(parameter)? {
-        Value::String(text) => header_value(text),
+        Value::String(text) => header_value(text).into_owned(),
         Value::Bool(flag) => flag.to_string(),
         Value::Number(number) if number.is_i64() || number.is_u64() => number.to_string(),
         _ => return None,

@@ -246,6 +246,9 @@ pub struct Session {
   cancel_tokens: bool,
   /// N3: `stateless_meta.is_some()`, read on every POST without taking the lock.
   stateless: std::sync::atomic::AtomicBool,
+  /// N4: whether any tool mirrors a parameter in a header, read on every stateless POST
+  /// without taking the lock.
+  mirrors_params: std::sync::atomic::AtomicBool,
   /// For the timers, which must not keep the session alive.
   me: std::sync::Weak<Session>,
   /// `requests.keeps_alive()`, read by the JS side after each change without the lock.
@@ -317,6 +320,7 @@ impl Session {
       runtime,
       cancel_tokens,
       stateless: Default::default(),
+      mirrors_params: Default::default(),
       keeps_alive: AtomicBool::new(false),
     })
   }
@@ -1034,7 +1038,14 @@ impl Session {
     let Some(screened) = tool_headers::screen_tools_list(result.get()) else {
       return result;
     };
-    self.state().tool_headers.extend(screened.headers);
+    let mut state = self.state();
+    state.tool_headers.extend(screened.headers);
+    if !state.tool_headers.is_empty() {
+      self
+        .mirrors_params
+        .store(true, std::sync::atomic::Ordering::Release);
+    }
+    drop(state);
     for (tool, reason) in screened.dropped {
       self
         .events
@@ -1048,6 +1059,12 @@ impl Session {
 
   /// N4: the `Mcp-Param-*` headers of a `tools/call` frame.
   pub fn param_headers(&self, frame: &str) -> Vec<(String, String)> {
+    if !self
+      .mirrors_params
+      .load(std::sync::atomic::Ordering::Acquire)
+    {
+      return Vec::new();
+    }
     tool_headers::call_headers(frame, &self.state().tool_headers)
   }
 

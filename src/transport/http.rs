@@ -21,6 +21,7 @@ use crate::oauth::challenge::Challenge;
 use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
 use crate::protocol::destination::{self, EndpointError};
+use crate::protocol::headers as routing;
 use crate::protocol::message::AnswerProblem;
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::session::{Ack, Event, EventSink, FrameSink, Outgoing, Sent, Session};
@@ -28,9 +29,12 @@ use crate::transport::event_stream::{EventReader, ReadItem};
 use crate::transport::fetch::{self, interrupted_error};
 use crate::transport::legacy_stream;
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+// As `HeaderName`s, not text: a name given as text is parsed again at every use.
+const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static("last-event-id");
+const METHOD_HEADER: HeaderName = HeaderName::from_static(routing::METHOD_HEADER);
+const NAME_HEADER: HeaderName = HeaderName::from_static(routing::NAME_HEADER);
 /// H2: protocol versions from this one on are sent as a header.
 const FIRST_VERSION_WITH_HEADER: &str = "2025-06-18";
 /// The longest a request waits for a GET listener being opened.
@@ -343,7 +347,7 @@ impl Shared {
   /// H3: any response may carry the session id; one the spec does not allow fails the
   /// exchange and is never stored (so never sent back).
   fn capture_session(&self, response: &Response) -> Result<(), CoreError> {
-    let Some(value) = response.headers().get(SESSION_HEADER) else {
+    let Some(value) = response.headers().get(&SESSION_HEADER) else {
       return Ok(());
     };
     let id =
@@ -560,15 +564,21 @@ impl Shared {
     if session.is_stateless() {
       // Our frames are made from `String`s: always UTF-8.
       let frame = std::str::from_utf8(&frame).unwrap_or_default();
-      let routing = crate::protocol::headers::routing_headers(frame)
-        .into_iter()
-        .map(|(name, value)| (HeaderName::from_static(name), value));
-      let params = session
-        .param_headers(frame)
-        .into_iter()
-        .filter_map(|(name, value)| Some((HeaderName::from_bytes(name.as_bytes()).ok()?, value)));
-      for (name, value) in routing.chain(params) {
-        if let Ok(value) = HeaderValue::from_str(&value) {
+      if let Some(routing) = routing::routing_headers(frame) {
+        let method = match routing.known_method() {
+          Some(known) => Ok(HeaderValue::from_static(known)),
+          None => HeaderValue::from_str(&routing.method),
+        };
+        let name = routing.name.as_deref().map(HeaderValue::from_str);
+        for (header, value) in [(METHOD_HEADER, Some(method)), (NAME_HEADER, name)] {
+          if let Some(Ok(value)) = value {
+            headers.insert(header, value);
+          }
+        }
+      }
+      for (name, value) in session.param_headers(frame) {
+        let name = HeaderName::from_bytes(name.as_bytes());
+        if let (Ok(name), Ok(value)) = (name, HeaderValue::from_str(&value)) {
           headers.insert(name, value);
         }
       }
@@ -774,7 +784,7 @@ fn compose_headers(configured: &[(String, String)]) -> HeaderMap {
       continue;
     };
     let generated = [SESSION_HEADER, VERSION_HEADER, LAST_EVENT_ID_HEADER];
-    if !generated.iter().any(|ours| name.as_str() == *ours) {
+    if !generated.contains(&name) {
       headers.insert(name, value);
     }
   }
