@@ -6,6 +6,8 @@
 //! itself (T7, T8, H9). Answers, whatever the channel, go through `Session::handle_frame`,
 //! which keeps the order of notifications and responses (T3).
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
@@ -422,7 +424,8 @@ impl Shared {
     if response.status() != reqwest::StatusCode::NOT_FOUND {
       return Ok(response);
     }
-    if !self.renew_session(session, url, used.as_ref()).await {
+    // Boxed, as every rare step of the POST chain: inline, each request's state carried it.
+    if !Box::pin(self.renew_session(session, url, used.as_ref())).await {
       return Ok(response);
     }
     self
@@ -458,9 +461,7 @@ impl Shared {
       };
       let status = response.status().as_u16();
       drop(response);
-      auth
-        .authorize(status, challenge.as_ref(), used.as_deref(), rounds)
-        .await?;
+      Box::pin(auth.authorize(status, challenge.as_ref(), used.as_deref(), rounds)).await?;
     }
   }
 
@@ -583,7 +584,10 @@ impl Shared {
         }
       }
     }
-    let token = self.present(&mut headers, "POST", url).await;
+    let token = match &self.auth {
+      Some(_) => Box::pin(self.present(&mut headers, "POST", url)).await,
+      None => None,
+    };
     let client = self.client()?;
     let response = fetch::send(
       &client,
@@ -654,7 +658,7 @@ impl FrameSink for Exchanges {
     let Some(session) = self.session.get().and_then(std::sync::Weak::upgrade) else {
       return Err(out);
     };
-    // The exchange's state is ~5 KiB: boxed once, only its pointer moves into the task
+    // The exchange's state is ~4.5 KiB: boxed once, only its pointer moves into the task
     // (unboxed, each spawn copied it two or three times: 5 % of the runtime's samples).
     let task = Box::pin(exchange_frame(self.shared.clone(), session, out));
     self.shared.runtime.spawn(task);
@@ -688,7 +692,8 @@ async fn exchange_frame(shared: Arc<Shared>, session: Arc<Session>, out: Outgoin
     Ack::None => {
       let send = async {
         let url = shared.post_url().await;
-        with_timeout(out.timeout, shared.post(&session, &url, out.frame.into())).await
+        let post = std::pin::pin!(shared.post(&session, &url, out.frame.into()));
+        with_timeout(out.timeout, post).await
       };
       tokio::select! {
         _ = shared.closing.cancelled() => {}
@@ -698,10 +703,12 @@ async fn exchange_frame(shared: Arc<Shared>, session: Arc<Session>, out: Outgoin
   }
 }
 
-/// `work`, unless `limit` runs out first (then `Err(limit)`).
+/// `work`, unless `limit` runs out first (then `Err(limit)`). `work` comes pinned where
+/// its caller keeps it: an `async fn` keeps a future passed by value beside the local it
+/// moves into, so every caller's state held it twice.
 pub(crate) async fn with_timeout<T>(
   limit: Option<Duration>,
-  work: impl std::future::Future<Output = T>,
+  work: Pin<&mut impl Future<Output = T>>,
 ) -> Result<T, Duration> {
   match limit {
     Some(limit) => tokio::time::timeout(limit, work).await.map_err(|_| limit),
@@ -713,7 +720,7 @@ pub(crate) async fn with_timeout<T>(
 /// time spent in the user agent during an OAuth flow).
 async fn with_timeout_apart<T>(
   limit: Option<Duration>,
-  work: impl std::future::Future<Output = T>,
+  mut work: Pin<&mut impl Future<Output = T>>,
   apart: impl Fn() -> Duration,
 ) -> Result<T, Duration> {
   let Some(limit) = limit else {
@@ -722,7 +729,6 @@ async fn with_timeout_apart<T>(
   let start_apart = apart();
   let mut deadline = tokio::time::Instant::now() + limit;
   let mut counted = Duration::ZERO;
-  tokio::pin!(work);
   loop {
     tokio::select! {
       outcome = &mut work => return Ok(outcome),
@@ -1048,11 +1054,8 @@ async fn exchange(
   if session.is_stateless() {
     // N5: no resumption in this era: a stream that ends early is the request lost.
     let mut events = EventReader::new(stream, shared.config.max_message_bytes);
-    let ended = with_timeout(
-      remaining(),
-      deliver_events(session, &mut events, Some(id), backoff),
-    );
-    return match ended.await {
+    let delivered = std::pin::pin!(deliver_events(session, &mut events, Some(id), backoff));
+    return match with_timeout(remaining(), delivered).await {
       Err(limit) => {
         session.time_out(id, timed_out(limit));
         None

@@ -172,10 +172,11 @@ impl LegacySseTransport {
     let shared = self.shared.clone();
     let session = self.session.clone();
     async move {
+      let find = std::pin::pin!(find_endpoint(&shared));
       let found = tokio::select! {
         biased;
         _ = shared.closing.cancelled() => Err(CoreError::TransportClosed { stderr: None }),
-        found = with_timeout(limit, find_endpoint(&shared)) => match found {
+        found = with_timeout(limit, find) => match found {
           Ok(found) => found,
           Err(limit) => Err(LegacySseError::EndpointTimeout(limit).into()),
         },
@@ -427,9 +428,10 @@ async fn dispatch(
         }
         // Answers to server requests and cancellations: best effort.
         Ack::None => {
+          let post = std::pin::pin!(shared.post(frame));
           tokio::select! {
             _ = shared.closing.cancelled() => {}
-            _ = with_timeout(out.timeout, shared.post(frame)) => {}
+            _ = with_timeout(out.timeout, post) => {}
           }
         }
       }
@@ -482,7 +484,7 @@ async fn send_notification(
     }
     Err(http_error(response, false, shared.config.max_message_bytes).await)
   };
-  with_timeout(limit, exchange)
+  with_timeout(limit, std::pin::pin!(exchange))
     .await
     .map_err(CoreError::NotifyTimeout)?
 }
