@@ -438,15 +438,20 @@ pub fn request_frame(id: u64, method: &str, params: Option<&str>) -> String {
 
 /// `request_frame` with the id as JSON text (A7: a string id).
 pub fn request_frame_with_id(id: &str, method: &str, params: Option<&str>) -> String {
-  method_frame(Some(id), method, params)
+  method_frame(Some(id), method, &[params.unwrap_or("{}")])
+}
+
+/// `request_frame_with_id` with params written from `pieces`, one after another.
+pub fn request_frame_from_pieces(id: &str, method: &str, pieces: &[&str]) -> String {
+  method_frame(Some(id), method, pieces)
 }
 
 /// A request frame (with `id`) or a notification frame, sized once: every call and every
 /// notification is framed on the caller's thread.
-fn method_frame(id: Option<&str>, method: &str, params: Option<&str>) -> String {
-  let params = params.unwrap_or("{}");
+fn method_frame(id: Option<&str>, method: &str, params: &[&str]) -> String {
+  let params_len: usize = params.iter().map(|piece| piece.len()).sum();
   let id_len = id.map_or(0, str::len);
-  let mut frame = String::with_capacity(48 + id_len + method.len() + params.len());
+  let mut frame = String::with_capacity(48 + id_len + method.len() + params_len);
   frame.push_str(r#"{"jsonrpc":"2.0","#);
   if let Some(id) = id {
     frame.push_str(r#""id":"#);
@@ -456,7 +461,9 @@ fn method_frame(id: Option<&str>, method: &str, params: Option<&str>) -> String 
   frame.push_str(r#""method":"#);
   push_json_string(&mut frame, method);
   frame.push_str(r#","params":"#);
-  frame.push_str(params);
+  for piece in params {
+    frame.push_str(piece);
+  }
   frame.push('}');
   frame
 }
@@ -515,6 +522,14 @@ impl MetaEnvelope {
 
   /// `params` (an object, or none) carrying the entries; `None` when they are not an object.
   pub fn applied_to(&self, params: Option<&str>) -> Option<String> {
+    self.applied(params).map(|applied| match applied {
+      Applied::Spliced(pieces) => pieces.concat(),
+      Applied::Rebuilt(text) => text,
+    })
+  }
+
+  /// `applied_to`, with the spliced text left in pieces for the frame to be written from.
+  pub fn applied<'a>(&'a self, params: Option<&'a str>) -> Option<Applied<'a>> {
     let text = params.unwrap_or("{}").trim_start();
     // Splicing is safe where `params` cannot hold a `_meta` key: none spelled plainly (the
     // JSON.stringify texts we get) and no escapes that could spell one.
@@ -525,11 +540,24 @@ impl MetaEnvelope {
         } else {
           ","
         };
-        return Some(format!("{{\"_meta\":{{{}}}{separator}{rest}", self.members));
+        return Some(Applied::Spliced([
+          "{\"_meta\":{",
+          &self.members,
+          "}",
+          separator,
+          rest,
+        ]));
       }
     }
-    with_meta_entries(params, self.entries.clone())
+    with_meta_entries(params, self.entries.clone()).map(Applied::Rebuilt)
   }
+}
+
+/// Params carrying the stateless envelope: the pieces of the caller's text around the
+/// envelope (the usual case: no copy made before the frame is), or a new text.
+pub enum Applied<'a> {
+  Spliced([&'a str; 5]),
+  Rebuilt(String),
 }
 
 /// `params` with `entries` set in its `_meta` (made when missing); the rest of `_meta` is
@@ -605,7 +633,7 @@ pub fn cancelled_request_id(params: Option<&RawValue>) -> Option<String> {
 
 /// T2: a notification frame.
 pub fn notification_frame(method: &str, params: Option<&str>) -> String {
-  method_frame(None, method, params)
+  method_frame(None, method, &[params.unwrap_or("{}")])
 }
 
 /// T11: the answer to a server request; `id` is the server's id as raw JSON.

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::CoreError;
 use crate::protocol::line_scan::LineScan;
-use crate::protocol::message::{self, Incoming, RpcError, WireId};
+use crate::protocol::message::{self, Applied, Incoming, RpcError, WireId};
 use crate::protocol::plain_notification::{plain_notification, PlainNotification};
 use crate::protocol::subscriptions;
 use crate::protocol::tool_headers;
@@ -395,12 +395,24 @@ impl Session {
       .then(|| message::with_progress_token(params, id))
       .flatten();
     let params = with_token.as_deref().or(params);
-    // N3: the stateless era's envelope, on every request.
-    let with_meta = state
-      .stateless_meta
-      .as_ref()
-      .and_then(|meta| meta.applied_to(params));
-    let params = with_meta.as_deref().or(params);
+    // N3: the stateless era's envelope, on every request, spliced as the frame is written.
+    let frame = {
+      let id_json = state.id_json(id);
+      let id_json = id_json.as_str();
+      match state
+        .stateless_meta
+        .as_ref()
+        .and_then(|m| m.applied(params))
+      {
+        Some(Applied::Spliced(pieces)) => {
+          message::request_frame_from_pieces(id_json, method, &pieces)
+        }
+        Some(Applied::Rebuilt(text)) => {
+          message::request_frame_with_id(id_json, method, Some(&text))
+        }
+        None => message::request_frame_with_id(id_json, method, params),
+      }
+    };
     state.next_ticket += 1;
     let base = options.base_timeout.unwrap_or(self.timeout);
     // Without the caller's timing, transports that time their own phases (HTTP) arm none.
@@ -417,7 +429,6 @@ impl Session {
       .and_then(|t| t.max_total)
       .map(|limit| self.arm(id, limit));
     // Queued under the lock so frames leave in call order (S7).
-    let frame = message::request_frame_with_id(state.id_json(id).as_str(), method, params);
     let cancel = self.cancel_tokens.then(CancellationToken::new);
     if self
       .outbox
