@@ -47,7 +47,7 @@ const KNOWN_METHODS: [&str; 14] = [
 ];
 
 /// A request's routing header values (N4), borrowed from its frame where they can be.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Routing<'a> {
   /// `Mcp-Method`.
   pub method: Cow<'a, str>,

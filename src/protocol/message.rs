@@ -520,15 +520,8 @@ impl MetaEnvelope {
     *self = MetaEnvelope::new(std::mem::take(&mut self.entries));
   }
 
-  /// `params` (an object, or none) carrying the entries; `None` when they are not an object.
-  pub fn applied_to(&self, params: Option<&str>) -> Option<String> {
-    self.applied(params).map(|applied| match applied {
-      Applied::Spliced(pieces) => pieces.concat(),
-      Applied::Rebuilt(text) => text,
-    })
-  }
-
-  /// `applied_to`, with the spliced text left in pieces for the frame to be written from.
+  /// `params` (an object, or none) carrying the entries, the spliced text left in pieces
+  /// for the frame to be written from; `None` when they are not an object.
   pub fn applied<'a>(&'a self, params: Option<&'a str>) -> Option<Applied<'a>> {
     let text = params.unwrap_or("{}").trim_start();
     // Splicing is safe where `params` cannot hold a `_meta` key: none spelled plainly (the
@@ -806,32 +799,41 @@ mod tests {
     let mut envelope = MetaEnvelope::new(entries);
     let parse =
       |text: Option<String>| -> serde_json::Value { serde_json::from_str(&text.unwrap()).unwrap() };
+    let applied_to = |envelope: &MetaEnvelope, params| {
+      envelope.applied(params).map(|applied| match applied {
+        Applied::Spliced(pieces) => pieces.concat(),
+        Applied::Rebuilt(text) => text,
+      })
+    };
     assert_eq!(
-      envelope.applied_to(None).as_deref(),
+      applied_to(&envelope, None).as_deref(),
       Some(r#"{"_meta":{"v":"2026-07-28"}}"#)
     );
     assert_eq!(
-      envelope.applied_to(Some(" {} ")).as_deref(),
+      applied_to(&envelope, Some(" {} ")).as_deref(),
       Some(r#"{"_meta":{"v":"2026-07-28"}} "#)
     );
     assert_eq!(
-      envelope.applied_to(Some(r#"{"name":"x"}"#)).as_deref(),
+      applied_to(&envelope, Some(r#"{"name":"x"}"#)).as_deref(),
       Some(r#"{"_meta":{"v":"2026-07-28"},"name":"x"}"#)
     );
     // A _meta of the caller's keeps its entries.
     assert_eq!(
-      parse(envelope.applied_to(Some(r#"{"_meta":{"progressToken":3},"a":1}"#))),
+      parse(applied_to(
+        &envelope,
+        Some(r#"{"_meta":{"progressToken":3},"a":1}"#)
+      )),
       serde_json::json!({ "_meta": { "progressToken": 3, "v": "2026-07-28" }, "a": 1 })
     );
     // An escape that could spell the key takes the parsing path.
     assert_eq!(
-      parse(envelope.applied_to(Some(r#"{"\u005fmeta":{"p":1}}"#))),
+      parse(applied_to(&envelope, Some(r#"{"\u005fmeta":{"p":1}}"#))),
       serde_json::json!({ "_meta": { "p": 1, "v": "2026-07-28" } })
     );
-    assert_eq!(envelope.applied_to(Some("[1]")), None);
+    assert_eq!(applied_to(&envelope, Some("[1]")), None);
     envelope.insert("level".into(), "debug".into());
     assert_eq!(
-      envelope.applied_to(None).as_deref(),
+      applied_to(&envelope, None).as_deref(),
       Some(r#"{"_meta":{"v":"2026-07-28","level":"debug"}}"#)
     );
   }

@@ -1007,10 +1007,6 @@ impl Session {
     self.id_json(id).trim_matches('"').to_string()
   }
 
-  pub fn protocol_version(&self) -> Option<String> {
-    self.state().protocol_version.clone()
-  }
-
   /// What `read` makes of the negotiated version, read in place (on every HTTP request).
   pub fn read_protocol_version<T>(&self, read: impl FnOnce(&str) -> Option<T>) -> Option<T> {
     self.state().protocol_version.as_deref().and_then(read)
