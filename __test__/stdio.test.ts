@@ -95,6 +95,25 @@ describe("S2/S3 framing", () => {
     expect(errors).toEqual([]);
   });
 
+  it("S3: an answer whose result is not JSON is skipped and its call waits for a good one; odd but valid results settle", async () => {
+    const deep = `${"[".repeat(80)}1${"]".repeat(80)}`;
+    const bad = ['{"a":01}', '{"a":"x\u0001"}', "[1,]", '{"a":tru}', '{"a":"\\q"}', '{"a" :1', "-", '"open'];
+    // Each bad answer for id 1 comes before the good one, in one read.
+    const first = bad.map((result) => `{"jsonrpc":"2.0","id":1,"result":${result}}\n`).join("") + '{"jsonrpc":"2.0","id":1,"result":{"ok":1}}\n';
+    const odd = [
+      ["escapes", '{"a":"\\u00e9\\n\\"","b":"\\ud83d\\ude00"}', { a: 'é\n"', b: "😀" }],
+      ["spaces", '{ "a" : [ 1 , 2 ] }', { a: [1, 2] }],
+      ["deep", deep, JSON.parse(deep)],
+      ["numbers", '[-0,1.5e+300,0.25,-12E-3]', [-0, 1.5e300, 0.25, -12e-3]],
+    ] as const;
+    const replies: Record<number, string> = { 1: first };
+    odd.forEach(([, result], i) => (replies[i + 2] = `{"jsonrpc":"2.0","id":${i + 2},"result":${result}}\n`));
+    const t = await native.createStdioTransport({ command: process.execPath, args: ["-e", scriptedServer(replies)] });
+    open.push(t);
+    await expect(t.request("x")).resolves.toEqual({ ok: 1 });
+    for (const [name, , expected] of odd) expect([name, await t.request(name)]).toEqual([name, expected]);
+  });
+
   it("S3: a stdout banner and other non-JSON-RPC lines are skipped", async () => {
     const t = await connect(["--banner"]);
     const errors: Error[] = [];

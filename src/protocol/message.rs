@@ -8,6 +8,8 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::json_text::JsonText;
+
 /// One incoming JSON-RPC message, as the session needs it.
 #[derive(Debug)]
 pub enum Incoming {
@@ -15,7 +17,7 @@ pub enum Incoming {
   /// matches nothing (T5).
   Response {
     id: Option<WireId>,
-    outcome: Result<Box<RawValue>, RpcError>,
+    outcome: Result<JsonText, RpcError>,
   },
   /// T6
   Notification {
@@ -308,9 +310,9 @@ fn plain_answer(frame: &str) -> Option<Incoming> {
       .strip_prefix(r#""result":"#)
       .filter(|_| result.is_none())
     {
-      let value = leading_value(after)?;
+      let (value, after) = JsonText::leading(after)?;
       result = Some(value);
-      rest = &after[value.get().len()..];
+      rest = after;
     } else {
       return None;
     }
@@ -322,15 +324,8 @@ fn plain_answer(frame: &str) -> Option<Incoming> {
   }
   Some(Incoming::Response {
     id: WireId::parse(id?),
-    outcome: Ok(result?.to_owned()),
+    outcome: Ok(result?),
   })
-}
-
-/// The JSON value `text` starts with (no space before it), checked whole.
-fn leading_value(text: &str) -> Option<&RawValue> {
-  let mut reader = serde_json::Deserializer::from_str(text);
-  let value = <&RawValue>::deserialize(&mut reader).ok()?;
-  (value.get().as_ptr() == text.as_ptr()).then_some(value)
 }
 
 fn classify_fully(frame: &str) -> Result<Incoming, Skipped> {
@@ -356,7 +351,7 @@ fn classify_fully(frame: &str) -> Result<Incoming, Skipped> {
       } else if let Some(result) = envelope.result {
         Ok(Incoming::Response {
           id,
-          outcome: Ok(result.to_owned()),
+          outcome: Ok(JsonText::from(result)),
         })
       } else {
         Err(Skipped::NotJsonRpc)
@@ -649,7 +644,7 @@ pub fn error_frame(id: &str, error: &RpcError) -> String {
 }
 
 /// The `protocolVersion` of an `initialize` result.
-pub fn protocol_version(result: &RawValue) -> Option<String> {
+pub fn protocol_version(result: &JsonText) -> Option<String> {
   #[derive(Deserialize)]
   struct Initialized {
     #[serde(rename = "protocolVersion")]
@@ -897,6 +892,10 @@ mod tests {
     RawValue::from_string(s.to_string()).unwrap()
   }
 
+  fn text(s: &str) -> JsonText {
+    JsonText::parse(s).unwrap()
+  }
+
   #[test]
   fn a_result_response_keeps_its_raw_result() {
     let m = classify(r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,2]}}"#).unwrap();
@@ -904,7 +903,7 @@ mod tests {
       m,
       Incoming::Response {
         id: Some(WireId::Number(7)),
-        outcome: Ok(raw(r#"{"a":[1,2]}"#))
+        outcome: Ok(text(r#"{"a":[1,2]}"#))
       }
     );
   }
@@ -916,7 +915,7 @@ mod tests {
       m,
       Incoming::Response {
         id: Some(WireId::Number(1)),
-        outcome: Ok(raw("null"))
+        outcome: Ok(text("null"))
       }
     );
   }
@@ -1092,7 +1091,7 @@ mod tests {
       m.unwrap(),
       Incoming::Response {
         id: Some(WireId::Number(2)),
-        outcome: Ok(raw(r#"{"a":2}"#))
+        outcome: Ok(text(r#"{"a":2}"#))
       }
     );
     let m = classify(r#"{"method":null,"method":"ping","id":"s"}"#).unwrap();

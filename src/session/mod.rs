@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CoreError;
+use crate::protocol::json_text::JsonText;
 use crate::protocol::line_scan::LineScan;
 use crate::protocol::message::{self, Applied, Incoming, RpcError, WireId};
 use crate::protocol::plain_notification::{plain_notification, PlainNotification};
@@ -53,7 +54,7 @@ pub enum Event {
   /// A request (`Some(result)`) or a notify (`None`) finished.
   Settled {
     ticket: u64,
-    outcome: Result<Option<Box<RawValue>>, CoreError>,
+    outcome: Result<Option<JsonText>, CoreError>,
   },
   /// A large, string-heavy result, parsed here so the JS thread only builds it (see
   /// `message::prefers_tree`).
@@ -763,7 +764,7 @@ impl Session {
   }
 
   /// Settles request number `id` (a wire number; reissued ones map to their request).
-  fn settle_response(&self, id: u64, outcome: Result<Box<RawValue>, message::RpcError>) {
+  fn settle_response(&self, id: u64, outcome: Result<JsonText, message::RpcError>) {
     let mut state = self.state();
     let (ticket, pending) = state.requests.settle_answered(id);
     if let (Some(pending), Ok(result)) = (&pending, &outcome) {
@@ -1041,7 +1042,7 @@ impl Session {
 
   /// N4: drops the tools whose `x-mcp-header` annotations are invalid (each one reported)
   /// and keeps the mirrored parameters of the others.
-  fn screen_tools(&self, result: Box<RawValue>) -> Box<RawValue> {
+  fn screen_tools(&self, result: JsonText) -> JsonText {
     let Some(screened) = tool_headers::screen_tools_list(result.get()) else {
       return result;
     };
@@ -1060,7 +1061,7 @@ impl Session {
     }
     screened
       .result
-      .and_then(|text| RawValue::from_string(text).ok())
+      .and_then(|text| JsonText::parse(&text))
       .unwrap_or(result)
   }
 

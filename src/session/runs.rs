@@ -68,12 +68,12 @@ pub fn pieces(events: Vec<Event>) -> impl Iterator<Item = Piece> {
 mod tests {
   use super::*;
   use crate::error::CoreError;
-  use serde_json::value::RawValue;
+  use crate::protocol::json_text::JsonText;
 
   fn result(ticket: u64, json: &str) -> Event {
     Event::Settled {
       ticket,
-      outcome: Ok(Some(RawValue::from_string(json.to_string()).unwrap())),
+      outcome: Ok(Some(JsonText::parse(json).unwrap())),
     }
   }
 
