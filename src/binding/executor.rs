@@ -8,6 +8,7 @@
 //! the host alive while pending, as a timer would; a task waiting only for JS keeps nothing
 //! alive.
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
@@ -128,9 +129,12 @@ pub fn promise(
 
 /// Completes a channel from a JS callback and polls whoever was waiting, right away.
 pub fn complete<T>(js: Js, sender: &RefCell<Option<oneshot::Sender<T>>>, value: T) {
-  let Some(sender) = sender.borrow_mut().take() else {
-    return;
-  };
+  if let Some(sender) = sender.borrow_mut().take() {
+    send(js, sender, value);
+  }
+}
+
+fn send<T>(js: Js, sender: oneshot::Sender<T>, value: T) {
   match Executor::get(js) {
     Some(executor) => in_runtime(|| {
       executor.tasks.wake_here(|| {
@@ -156,7 +160,62 @@ pub fn settled(js: Js, value: Value) -> LocalBoxFuture<'static, Result<Held, Hel
   Box::pin(receiver.map(move |outcome| outcome.unwrap_or_else(abandoned)))
 }
 
-type Settle = Rc<RefCell<Option<oneshot::Sender<Result<Held, Held>>>>>;
+type Outcome = oneshot::Sender<Result<Held, Held>>;
+type Settle = Rc<RefCell<Option<Outcome>>>;
+
+/// The outcomes of promises that settle in the order they were made (a stream reader's
+/// `read()`s), through one pair of JS callbacks made once: per promise, only its `then`.
+pub struct InTurn {
+  on_ok: Held,
+  on_err: Held,
+  then: Held,
+  waiting: Rc<RefCell<VecDeque<Outcome>>>,
+}
+
+impl InTurn {
+  pub fn new(js: Js) -> Result<InTurn, Thrown> {
+    let waiting = Rc::new(RefCell::new(VecDeque::new()));
+    let settle = |ok: bool| {
+      let waiting = Rc::clone(&waiting);
+      move |js: Js, args: Args<'_>| {
+        let next = waiting.borrow_mut().pop_front();
+        if let Some(sender) = next {
+          let value = Held::new(js, args.get(0));
+          send(js, sender, if ok { Ok(value) } else { Err(value) });
+        }
+        Ok(js.undefined())
+      }
+    };
+    let on_ok = js.closure("onFulfilled", settle(true))?;
+    let on_err = js.closure("onRejected", settle(false))?;
+    let promise_class = js.get(js.global(), "Promise")?;
+    let prototype = js.get(promise_class, "prototype")?;
+    let then = js.get(prototype, "then")?;
+    Ok(InTurn {
+      on_ok: Held::new(js, on_ok),
+      on_err: Held::new(js, on_err),
+      then: Held::new(js, then),
+      waiting,
+    })
+  }
+
+  /// The outcome of `promise`, which must settle after those passed before it; anything
+  /// else that is not a promise goes through `settled`.
+  pub fn settled(&self, js: Js, promise: Value) -> LocalBoxFuture<'static, Result<Held, Held>> {
+    if !js.is_promise(promise) {
+      return settled(js, promise);
+    }
+    let (sender, receiver) = oneshot::channel();
+    self.waiting.borrow_mut().push_back(sender);
+    let callbacks = [self.on_ok.get(js), self.on_err.get(js)];
+    if let Err(Thrown(error)) = js.call(self.then.get(js), promise, &callbacks) {
+      self.waiting.borrow_mut().pop_back();
+      return Box::pin(std::future::ready(Err(Held::new(js, error))));
+    }
+    let abandoned = move |_| Err(Held::new(js, js.error(ErrorKind::Error, "Abandoned")));
+    Box::pin(receiver.map(move |outcome| outcome.unwrap_or_else(abandoned)))
+  }
+}
 
 fn attach(js: Js, value: Value, sender: &Settle) -> Result<(), Thrown> {
   // A promise is its own `Promise.resolve` (a stream's `read()` is one, per chunk).

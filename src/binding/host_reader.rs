@@ -221,10 +221,15 @@ impl BunReader {
     *self.stream.borrow_mut() = Some(stream.clone());
     let me = self.clone();
     executor::spawn(js, async move {
+      // One pair of callbacks for all of this stream's reads, not a new pair per chunk.
+      let reads = executor::InTurn::new(js).ok();
       let mut feed = Feed::Here(reader);
       loop {
         let mut read = match call_method(js, stream.get(js), "read", &[]) {
-          Ok(read) => executor::settled(js, read),
+          Ok(read) => match &reads {
+            Some(reads) => reads.settled(js, read),
+            None => executor::settled(js, read),
+          },
           Err(Thrown(error)) => Box::pin(std::future::ready(Err(Held::new(js, error)))),
         };
         let outcome = loop {
