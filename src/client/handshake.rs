@@ -3,15 +3,9 @@
 use crate::transport_error::{Diagnostic, Failure, Stage, TransportKind};
 use serde_json::{json, Map, Value};
 
-/// C1/P1: the version offered unless the caller's `client.protocolVersion` says otherwise.
-pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
-
-/// P1: the handshake versions we speak; the server may answer any of them.
-pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
-  ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
-/// N1: the stateless eras we speak (no `initialize`, a `_meta` envelope per request).
-pub const STATELESS_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
+pub use crate::protocol::versions::{
+  DEFAULT_PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS,
+};
 
 /// N3: the `_meta` keys of the stateless envelope.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";

@@ -19,3 +19,4 @@ pub mod stable_json;
 pub mod subscriptions;
 pub mod tool_headers;
 pub mod tree;
+pub mod versions;

@@ -837,10 +837,9 @@ impl AuthHost for HostThroughEvents {
   }
 }
 
-/// `version` as a header value: the versions we know are static, copied on no request.
+/// `version` as a header value: the versions we speak are static, copied on no request.
 fn version_header(version: &str) -> Option<HeaderValue> {
-  const KNOWN: [&str; 3] = ["2025-06-18", "2025-11-25", "2026-07-28"];
-  match KNOWN.into_iter().find(|known| *known == version) {
+  match crate::protocol::versions::known(version) {
     Some(known) => Some(HeaderValue::from_static(known)),
     None => HeaderValue::from_str(version).ok(),
   }
