@@ -12,7 +12,8 @@ use super::plain_value::plain_value_len;
 pub struct JsonText(Box<str>);
 
 impl JsonText {
-  /// `text` if it is one JSON value and nothing else (whitespace around it included).
+  /// `text` if it is one JSON value and nothing else; whitespace around it is allowed and
+  /// not kept.
   pub fn parse(text: &str) -> Option<JsonText> {
     if plain_value_len(text.as_bytes()) == Some(text.len()) {
       return Some(JsonText(text.into()));
