@@ -337,12 +337,19 @@ impl DirectOrigin {
     }
     let now = Instant::now();
     let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-    // Connections the server closed or that idled too long go, as reqwest's pool reaps them.
-    // One clock read for them all: with 64 kept, reading it per connection was 4 % of the
-    // runtime's samples.
-    idle.retain(|(kept, since)| {
-      !kept.is_closed() && now.saturating_duration_since(*since) <= IDLE_LIMIT
-    });
+    // Connections that idled too long go, as reqwest's pool reaps them. They come back in
+    // time order and leave from the back, so those are a run at the front: looking at every
+    // kept connection on every answer was ~2 600 instructions a call with 64 in flight.
+    let expired = idle
+      .iter()
+      .take_while(|(_, since)| now.saturating_duration_since(*since) > IDLE_LIMIT)
+      .count();
+    idle.drain(..expired);
+    // One the server closed holds no socket (its connection task has ended) and is skipped
+    // when taken (`reuse`); only a full pool looks for them.
+    if idle.len() >= MAX_IDLE {
+      idle.retain(|(kept, _)| !kept.is_closed());
+    }
     if idle.len() < MAX_IDLE {
       idle.push((sender, now));
     }
