@@ -153,7 +153,17 @@ fn send<T>(js: Js, sender: oneshot::Sender<T>, value: T) {
 pub fn settled(js: Js, value: Value) -> LocalBoxFuture<'static, Result<Held, Held>> {
   let (sender, receiver) = oneshot::channel();
   let sender = Rc::new(RefCell::new(Some(sender)));
-  if let Err(Thrown(error)) = attach(js, value, &sender) {
+  let attached = attach(js, value, &sender);
+  outcome(js, attached, receiver)
+}
+
+/// What the callbacks send on `receiver`, or what attaching them threw.
+fn outcome(
+  js: Js,
+  attached: Result<(), Thrown>,
+  receiver: oneshot::Receiver<Result<Held, Held>>,
+) -> LocalBoxFuture<'static, Result<Held, Held>> {
+  if let Err(Thrown(error)) = attached {
     return Box::pin(std::future::ready(Err(Held::new(js, error))));
   }
   let abandoned = move |_| Err(Held::new(js, js.error(ErrorKind::Error, "Abandoned")));
@@ -208,12 +218,11 @@ impl InTurn {
     let (sender, receiver) = oneshot::channel();
     self.waiting.borrow_mut().push_back(sender);
     let callbacks = [self.on_ok.get(js), self.on_err.get(js)];
-    if let Err(Thrown(error)) = js.call(self.then.get(js), promise, &callbacks) {
+    let attached = js.call(self.then.get(js), promise, &callbacks).map(drop);
+    if attached.is_err() {
       self.waiting.borrow_mut().pop_back();
-      return Box::pin(std::future::ready(Err(Held::new(js, error))));
     }
-    let abandoned = move |_| Err(Held::new(js, js.error(ErrorKind::Error, "Abandoned")));
-    Box::pin(receiver.map(move |outcome| outcome.unwrap_or_else(abandoned)))
+    outcome(js, attached, receiver)
   }
 }
 
