@@ -83,12 +83,19 @@ pub async fn send(
   let mut current = std::borrow::Cow::Borrowed(url);
   let mut hops = 0;
   loop {
-    let mut sent = HeaderMap::new();
-    for (name, value) in &headers {
-      if destination::may_send(configured, &current, name.as_str()) {
-        sent.append(name.clone(), value.clone());
+    // Kept for the hops a redirect may add. On the configured origin every header goes: a
+    // copy, not a map rebuilt name by name.
+    let sent = if destination::carries_credentials(configured, &current) {
+      headers.clone()
+    } else {
+      let mut sent = HeaderMap::new();
+      for (name, value) in &headers {
+        if destination::may_send(configured, &current, name.as_str()) {
+          sent.append(name.clone(), value.clone());
+        }
       }
-    }
+      sent
+    };
     let response = fetcher
       .fetch(method.clone(), &current, sent, body.as_ref())
       .await?;
