@@ -1,11 +1,8 @@
 //! A response body read as server-sent events, one at a time, with the size limit (E3)
 //! applied to each.
-use futures::StreamExt;
-use reqwest::{Response, Url};
-
 use crate::error::CoreError;
 use crate::protocol::sse::{SseEvent, SseItem, SseParser};
-use crate::transport::fetch::interrupted_error;
+use crate::transport::response::Response;
 
 pub enum ReadItem {
   Event(SseEvent),
@@ -14,21 +11,18 @@ pub enum ReadItem {
 
 /// Pulls SSE events out of a response body.
 pub struct EventReader {
-  body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+  body: Response,
   parser: SseParser,
   ready: std::collections::VecDeque<SseItem>,
-  url: Url,
   limit: usize,
 }
 
 impl EventReader {
   pub fn new(response: Response, limit: usize) -> Self {
-    let url = response.url().clone();
     EventReader {
-      body: response.bytes_stream().boxed(),
+      body: response,
       parser: SseParser::new(limit),
       ready: std::collections::VecDeque::new(),
-      url,
       limit,
     }
   }
@@ -48,13 +42,13 @@ impl EventReader {
           SseItem::TooLarge => ReadItem::TooLarge,
         }));
       }
-      match self.body.next().await? {
+      match self.body.chunk().await.transpose()? {
         Ok(chunk) => {
           let mut out = Vec::new();
           self.parser.push(&chunk, &mut out);
           self.ready.extend(out);
         }
-        Err(e) => return Some(Err(interrupted_error(&self.url, &e))),
+        Err(error) => return Some(Err(error)),
       }
     }
   }

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, CONTENT_TYPE, LOCATION};
-use reqwest::{Client, Method, Response, Url};
+use reqwest::{Client, Method, Url};
 
 use super::direct_origin::DirectOrigin;
-use crate::error::{errno_name, CoreError};
+use super::fetch_failure::{failure, network_error};
+use super::response::Response;
+use crate::error::CoreError;
 use crate::protocol::destination;
 use crate::protocol::redirects::{self, FetchHop, Hop};
 
@@ -56,13 +58,18 @@ impl Fetcher {
       return direct
         .send(method, url, headers, body.cloned())
         .await
+        .map(Response::Direct)
         .map_err(|e| failure(url, e.as_ref(), false));
     }
     let mut request = self.client.request(method, url.clone()).headers(headers);
     if let Some(body) = body {
       request = request.body(body.clone());
     }
-    request.send().await.map_err(|e| network_error(url, &e))
+    request
+      .send()
+      .await
+      .map(Response::Reqwest)
+      .map_err(|e| network_error(url, &e))
   }
 }
 
@@ -129,46 +136,6 @@ pub async fn send(
     };
     current = std::borrow::Cow::Owned(next);
     hops += 1;
-  }
-}
-
-/// W8: keeps the OS words ("Connection refused") and adds Node's code (`ECONNREFUSED`).
-pub fn network_error(url: &Url, error: &reqwest::Error) -> CoreError {
-  failure(url, error, error.is_timeout())
-}
-
-fn failure(url: &Url, error: &(dyn std::error::Error + 'static), timed_out: bool) -> CoreError {
-  let mut source = Some(error);
-  let mut root = error.to_string();
-  let mut code = None;
-  while let Some(current) = source {
-    root = current.to_string();
-    if let Some(io) = current.downcast_ref::<std::io::Error>() {
-      if let Some(errno) = io.raw_os_error() {
-        code = Some(errno_name(errno));
-      }
-    }
-    source = current.source();
-  }
-  if timed_out {
-    code.get_or_insert_with(|| "ETIMEDOUT".to_string());
-  }
-  let message = match &code {
-    // io::Error's text ends with "(os error N)", which the errno name says again.
-    Some(code) => {
-      let root = root.split(" (os error").next().unwrap_or_default();
-      format!("fetch failed: {url}: {root} ({code})")
-    }
-    None => format!("fetch failed: {url}: {root}"),
-  };
-  CoreError::Network { message, code }
-}
-
-/// A46: a body that broke off after a 2xx answer (the request may have run).
-pub fn interrupted_error(url: &Url, error: &reqwest::Error) -> CoreError {
-  match network_error(url, error) {
-    CoreError::Network { message, code } => CoreError::Interrupted { message, code },
-    other => other,
   }
 }
 

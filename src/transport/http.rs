@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use reqwest::{Method, Response, Url};
+use reqwest::{Method, Url};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -28,8 +28,9 @@ use crate::protocol::message::AnswerProblem;
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::session::{Ack, Event, EventSink, FrameSink, Outgoing, Sent, Session};
 use crate::transport::event_stream::{EventReader, ReadItem};
-use crate::transport::fetch::{self, interrupted_error};
+use crate::transport::fetch;
 use crate::transport::legacy_stream;
+use crate::transport::response::Response;
 
 // As `HeaderName`s, not text: a name given as text is parsed again at every use.
 const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -1506,11 +1507,7 @@ async fn read_body(mut response: Response, limit: usize) -> Result<Bytes, CoreEr
   let mut first: Option<Bytes> = None;
   let mut joined = Vec::new();
   let mut read = 0;
-  while let Some(chunk) = response
-    .chunk()
-    .await
-    .map_err(|e| interrupted_error(response.url(), &e))?
-  {
+  while let Some(chunk) = response.chunk().await? {
     read += chunk.len();
     if read > limit {
       return Err(CoreError::BodyTooLarge { limit });

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Method, Response, Url};
+use reqwest::{Method, Url};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -27,6 +27,7 @@ use crate::error::{ClosedTransport, CoreError};
 use crate::protocol::header_policy::{merge, same_name};
 use crate::session::{Ack, Event, EventSink, Outgoing, Session};
 use crate::transport::fetch;
+use crate::transport::response::Response;
 
 /// A23: generated for every POST; they win over configured headers whatever their case.
 const POST_HEADERS: [(&str, &str); 2] = [

@@ -2,6 +2,7 @@
 pub mod direct_origin;
 pub mod event_stream;
 pub mod fetch;
+pub mod fetch_failure;
 pub mod host_stream;
 pub mod http;
 pub mod legacy_sse;
@@ -10,6 +11,7 @@ pub mod long_line_feed;
 pub mod one_shot;
 pub mod pipe_writer;
 pub mod process_group;
+pub mod response;
 pub mod spawn_command;
 pub mod spawn_request;
 pub mod stderr_tail;

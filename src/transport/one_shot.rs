@@ -37,12 +37,12 @@ pub async fn post(url: reqwest::Url, frame: String) -> Result<Answer, CoreError>
     .body(frame)
     .send()
     .await
-    .map_err(|e| crate::transport::fetch::network_error(&url, &e))?;
+    .map_err(|e| crate::transport::fetch_failure::network_error(&url, &e))?;
   let status = response.status();
   let body = response
     .text()
     .await
-    .map_err(|e| crate::transport::fetch::network_error(&url, &e))?;
+    .map_err(|e| crate::transport::fetch_failure::network_error(&url, &e))?;
   Ok(Answer {
     status: status.as_u16(),
     status_text: status.canonical_reason().unwrap_or_default().to_string(),
@@ -94,7 +94,7 @@ pub async fn exchange(
     .body(frame)
     .send()
     .await
-    .map_err(|e| crate::transport::fetch::network_error(&url, &e))?;
+    .map_err(|e| crate::transport::fetch_failure::network_error(&url, &e))?;
   let status = response.status();
   if !status.is_success() {
     let headers = response
@@ -105,7 +105,7 @@ pub async fn exchange(
     let body = response
       .text()
       .await
-      .map_err(|e| crate::transport::fetch::network_error(&url, &e))?;
+      .map_err(|e| crate::transport::fetch_failure::network_error(&url, &e))?;
     return Ok(Exchange::Refused {
       status: status.as_u16(),
       status_text: status.canonical_reason().unwrap_or_default().to_string(),
@@ -121,7 +121,7 @@ pub async fn exchange(
   let mut selector = ResponseSelector::new(expected, content_type.as_deref());
   let mut body = response.bytes_stream();
   while let Some(chunk) = body.next().await {
-    let chunk = chunk.map_err(|e| crate::transport::fetch::interrupted_error(&url, &e))?;
+    let chunk = chunk.map_err(|e| crate::transport::fetch_failure::interrupted_error(&url, &e))?;
     match selector.push(&chunk) {
       Ok(Some(answer)) => return Ok(Exchange::Answered(Ok(answer))),
       Ok(None) => {}
