@@ -54,7 +54,7 @@ pub struct DirectOrigin {
   /// The origin, as the connector takes it.
   dial: http::Uri,
   /// The configured URL and its request target, made once: nearly every request is to it.
-  home: (String, PathAndQuery),
+  home: (Arc<Url>, PathAndQuery),
   connector: HttpConnector,
   tls: Option<(TlsConnector, ServerName<'static>)>,
   idle: Mutex<Vec<(Http1, Instant)>>,
@@ -105,7 +105,7 @@ impl DirectOrigin {
       }
       _ => None,
     };
-    let home = (url.as_str().to_string(), origin_form(url).try_into().ok()?);
+    let home = (Arc::new(url.clone()), origin_form(url).try_into().ok()?);
     let dial = http::Uri::builder()
       .scheme(scheme)
       .authority(authority.as_bytes())
@@ -226,7 +226,7 @@ impl DirectOrigin {
 
   /// `url`'s request target: its path and query.
   fn target(&self, url: &Url) -> Result<PathAndQuery, http::uri::InvalidUri> {
-    if url.as_str() == self.home.0 {
+    if url.as_str() == self.home.0.as_str() {
       return Ok(self.home.1.clone());
     }
     origin_form(url).try_into()
@@ -319,7 +319,11 @@ impl DirectOrigin {
     DirectAnswer {
       status: head.status,
       headers: head.headers,
-      url: url.clone(),
+      // Shared where it is the configured one, as nearly always: no copy per answer.
+      url: match url.as_str() == self.home.0.as_str() {
+        true => self.home.0.clone(),
+        false => Arc::new(url.clone()),
+      },
       body: PooledBody {
         body,
         sender,
@@ -430,7 +434,7 @@ fn matcher(proxies: Option<&ProxyVars>) -> Matcher {
 pub struct DirectAnswer {
   status: StatusCode,
   headers: HeaderMap,
-  url: Url,
+  url: Arc<Url>,
   body: PooledBody,
 }
 
@@ -563,7 +567,7 @@ mod tests {
       .await
       .unwrap();
     assert_eq!(answer.url(), at);
-    let answer = crate::transport::response::Response::Direct(answer);
+    let answer = crate::transport::response::Response::Direct(Box::new(answer));
     answer.text().await.unwrap()
   }
 

@@ -58,7 +58,7 @@ impl Fetcher {
       return direct
         .send(method, url, headers, body.cloned())
         .await
-        .map(Response::Direct)
+        .map(|answer| Response::Direct(Box::new(answer)))
         .map_err(|e| failure(url, e.as_ref(), false));
     }
     let mut request = self.client.request(method, url.clone()).headers(headers);

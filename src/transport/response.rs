@@ -11,7 +11,9 @@ use crate::error::CoreError;
 #[derive(Debug)]
 pub enum Response {
   Reqwest(reqwest::Response),
-  Direct(DirectAnswer),
+  /// Boxed: an answer is moved up through every floor of the POST chain, and inline it was
+  /// twice the size of reqwest's (264 bytes against 136).
+  Direct(Box<DirectAnswer>),
 }
 
 impl Response {
