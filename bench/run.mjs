@@ -104,9 +104,16 @@ function shuffle(items) {
 
 const results = []; // {round, contender, workload, ...metrics}
 const jobs = contenders.flatMap((c) => c.workloads.filter((w) => !only || only.has(w)).map((w) => [c, w]));
+// The runs a ratio compares go back to back, in a shuffled order: every contender of a
+// workload, and the 2026-07-28 workloads with the handshake-era ones that carry their bytes.
+// Shuffled as one list, the two runs of a ratio were up to minutes apart, and this VM's
+// speed drifts over minutes: one round's A/A ratio ranged 0.74–1.66×.
+const groupOf = (workload) => workload.replace("padded", "2026");
+const groups = new Map();
+for (const job of jobs) groups.set(groupOf(job[1]), [...(groups.get(groupOf(job[1])) ?? []), job]);
 const startedAt = Date.now();
 for (let round = 0; round < rounds; round++) {
-  for (const [contender, workload] of shuffle(jobs)) {
+  for (const [contender, workload] of shuffle([...groups.values()]).flatMap(shuffle)) {
     const result = await runWorker(contender, workload);
     results.push({ round, ...result });
     if (result.error) console.error(`  round ${round + 1}: ${contender.name} ${workload}: ${result.error}`);
