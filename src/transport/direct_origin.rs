@@ -429,8 +429,8 @@ fn matcher(proxies: Option<&ProxyVars>) -> Matcher {
 }
 
 /// An answer as hyper gave it: its head, the URL it answers, its body. Made into a
-/// `reqwest::Response`, it cost ~2 000 instructions a call (a boxed URL, an extensions map,
-/// three body wrappers) and several allocations.
+/// `reqwest::Response` (a boxed URL, an extensions map, three body wrappers), it cost about
+/// 1 200 instructions a call more.
 pub struct DirectAnswer {
   status: StatusCode,
   headers: HeaderMap,
