@@ -639,7 +639,6 @@ impl Shared {
     self.auth.as_ref().map_or(Duration::ZERO, |a| a.user_wait())
   }
 
-  /// Where frames are POSTed; for `type: "sse"` the first call finds out (H11).
   /// Waits (a bounded time) for a GET listener being opened to get its answer.
   async fn listener_opened(&self) {
     // Nearly always nothing is being opened: then no timer is set up for the wait. A
@@ -650,6 +649,7 @@ impl Shared {
     let _ = tokio::time::timeout(LISTENER_OPEN_WAIT, self.listener_opening.read()).await;
   }
 
+  /// Where frames are POSTed; for `type: "sse"` the first call finds out (H11).
   async fn post_url(&self) -> Url {
     match self.known_mode().await {
       Some(Mode::Legacy { endpoint }) => endpoint.clone(),
