@@ -46,28 +46,19 @@ const KNOWN_METHODS: [&str; 14] = [
   "logging/setLevel",
 ];
 
-/// A request's routing header values (N4), borrowed from its frame where they can be.
-#[derive(Debug)]
-pub struct Routing<'a> {
-  /// `Mcp-Method`.
-  pub method: Cow<'a, str>,
+/// A frame's routing header values (N4), ready to send: what the session knew as it wrote
+/// the frame, so the transport need not read it back out of the frame on each POST.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+  /// `Mcp-Method`: static text for the methods a client sends.
+  pub method: Cow<'static, str>,
   /// `Mcp-Name`: `name` of `tools/call` and `prompts/get`, `uri` of `resources/read`.
-  pub name: Option<Cow<'a, str>>,
+  pub name: Option<String>,
 }
 
-impl Routing<'_> {
-  /// The method as static text, when it is one of `KNOWN_METHODS`.
-  pub fn known_method(&self) -> Option<&'static str> {
-    KNOWN_METHODS
-      .into_iter()
-      .find(|known| *known == self.method)
-  }
-}
-
-/// The routing headers of a request frame: its method, and for `tools/call` and
-/// `prompts/get` the `name`, for `resources/read` the `uri`. Read on every stateless POST,
-/// so nothing is copied that the frame spells as it goes out.
-pub fn routing_headers(frame: &str) -> Option<Routing<'_>> {
+/// The routing headers of a request or notification with `method` and `params` (JSON text).
+/// Only the params of the three named methods are read, and only as far as their key.
+pub fn route(method: &str, params: Option<&str>) -> Route {
   #[derive(serde::Deserialize)]
   struct Params<'a> {
     #[serde(borrow)]
@@ -75,30 +66,20 @@ pub fn routing_headers(frame: &str) -> Option<Routing<'_>> {
     #[serde(borrow)]
     uri: Option<Cow<'a, str>>,
   }
-  #[derive(serde::Deserialize)]
-  struct Frame<'a> {
-    #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    params: Option<Params<'a>>,
-  }
-  let frame = serde_json::from_str::<Frame>(frame).ok()?;
-  let method = frame.method?;
-  let name = match (&*method, frame.params) {
-    ("tools/call" | "prompts/get", Some(params)) => params.name,
-    ("resources/read", Some(params)) => params.uri,
+  let read = || serde_json::from_str::<Params>(params?).ok();
+  let name = match method {
+    "tools/call" | "prompts/get" => read().and_then(|p| p.name),
+    "resources/read" => read().and_then(|p| p.uri),
     _ => None,
   };
-  fn value(text: Cow<'_, str>) -> Cow<'_, str> {
-    match header_value(&text) {
-      Cow::Borrowed(_) => text,
-      Cow::Owned(encoded) => Cow::Owned(encoded),
-    }
+  let method = match KNOWN_METHODS.into_iter().find(|known| *known == method) {
+    Some(known) => Cow::Borrowed(known),
+    None => Cow::Owned(header_value(method).into_owned()),
+  };
+  Route {
+    method,
+    name: name.map(|name| header_value(&name).into_owned()),
   }
-  Some(Routing {
-    method: value(method),
-    name: name.map(value),
-  })
 }
 
 #[cfg(test)]
@@ -121,42 +102,45 @@ mod tests {
 
   #[test]
   fn n4_method_and_name_by_method() {
-    let call =
-      r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{}}}"#;
-    let pairs = |frame| {
-      let routing = routing_headers(frame).unwrap();
-      let mut pairs = vec![(METHOD_HEADER, routing.method.to_string())];
-      pairs.extend(routing.name.map(|name| (NAME_HEADER, name.to_string())));
+    let pairs = |method, params| {
+      let route = route(method, params);
+      let mut pairs = vec![(METHOD_HEADER, route.method.to_string())];
+      pairs.extend(route.name.map(|name| (NAME_HEADER, name)));
       pairs
     };
     assert_eq!(
-      pairs(call),
+      pairs(
+        "tools/call",
+        Some(r#"{"name":"add","arguments":{"name":"inner"}}"#)
+      ),
       [
         (METHOD_HEADER, "tools/call".to_string()),
         (NAME_HEADER, "add".to_string())
       ]
     );
-    let read =
-      r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a b"}}"#;
-    assert_eq!(pairs(read)[1], (NAME_HEADER, "file:///a b".to_string()));
-    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"name":"ignored"}}"#;
-    assert_eq!(pairs(list), [(METHOD_HEADER, "tools/list".to_string())]);
-    assert!(routing_headers(r#"{"jsonrpc":"2.0","id":4,"result":{}}"#).is_none());
+    let read = pairs("resources/read", Some(r#"{"uri":"file:///a b"}"#));
+    assert_eq!(read[1], (NAME_HEADER, "file:///a b".to_string()));
+    let list = pairs("tools/list", Some(r#"{"name":"ignored"}"#));
+    assert_eq!(list, [(METHOD_HEADER, "tools/list".to_string())]);
+    // Params that are no object, or a name that is no string: the method alone.
+    for params in [None, Some("[1]"), Some(r#"{"name":3}"#), Some("{}")] {
+      assert_eq!(pairs("tools/call", params).len(), 1);
+    }
     // Escaped or unprintable values are decoded, then sent as base64 sentinels.
-    let escaped = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"caf\u00e9"}}"#;
+    let escaped = pairs("tools/call", Some(r#"{"name":"caf\u00e9"}"#));
+    assert_eq!(escaped[1], (NAME_HEADER, "=?base64?Y2Fmw6k=?=".to_string()));
+    let quoted = pairs("prompts/get", Some(r#"{"name":"a\"b"}"#));
+    assert_eq!(quoted[1], (NAME_HEADER, "a\"b".to_string()));
+    // Only the methods a client sends are static; any other is its own text, encoded too.
+    assert!(matches!(
+      route("tools/call", None).method,
+      Cow::Borrowed("tools/call")
+    ));
+    assert!(matches!(route("x/y", None).method, Cow::Owned(_)));
     assert_eq!(
-      pairs(escaped)[1],
-      (NAME_HEADER, "=?base64?Y2Fmw6k=?=".to_string())
+      pairs("x/y", Some("{}")),
+      [(METHOD_HEADER, "x/y".to_string())]
     );
-    let quoted = r#"{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"a\"b"}}"#;
-    assert_eq!(pairs(quoted)[1], (NAME_HEADER, "a\"b".to_string()));
-    // Only the methods a client sends are static; any other is its own text.
-    assert_eq!(
-      routing_headers(call).unwrap().known_method(),
-      Some("tools/call")
-    );
-    let custom = r#"{"jsonrpc":"2.0","id":7,"method":"x/y","params":{}}"#;
-    assert_eq!(routing_headers(custom).unwrap().known_method(), None);
-    assert_eq!(pairs(custom), [(METHOD_HEADER, "x/y".to_string())]);
+    assert_eq!(route("x/é", None).method, "=?base64?eC/DqQ==?=");
   }
 }

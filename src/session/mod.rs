@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CoreError;
+use crate::protocol::headers::{self, Route};
 use crate::protocol::json_text::JsonText;
 use crate::protocol::line_scan::LineScan;
 use crate::protocol::message::{self, Applied, Incoming, RpcError, WireId};
@@ -142,6 +143,8 @@ pub struct Outgoing {
   pub subscription: bool,
   /// The transport-level timeout for this frame (A9: resolved as it was sent); `None`: none.
   pub timeout: Option<Duration>,
+  /// N4: in the stateless era, the routing headers of a request or notification.
+  pub route: Option<Route>,
 }
 
 /// P4: what a caller may ask of one request beyond T2.
@@ -243,7 +246,8 @@ pub struct Session {
   events: Arc<dyn EventSink>,
   timeout: Option<Duration>,
   runtime: Handle,
-  /// Whether the transport drops work in flight through `Outgoing::cancel` (HTTP does).
+  /// Whether the transport is HTTP's: it drops work in flight through `Outgoing::cancel`,
+  /// and in the stateless era sends `Outgoing::route` as headers (N4).
   cancel_tokens: bool,
   /// N3: `stateless_meta.is_some()`, read on every POST without taking the lock.
   stateless: std::sync::atomic::AtomicBool,
@@ -396,6 +400,7 @@ impl Session {
       .then(|| message::with_progress_token(params, id))
       .flatten();
     let params = with_token.as_deref().or(params);
+    let route = self.route(&state, method, params);
     // N3: the stateless era's envelope, on every request, spliced as the frame is written.
     let frame = {
       let id_json = state.id_json(id);
@@ -440,6 +445,7 @@ impl Session {
         session_timed: options.timing.is_some() || options.subscription,
         subscription: options.subscription,
         timeout: base,
+        route,
       })
       .is_err()
     {
@@ -561,6 +567,7 @@ impl Session {
       state.requests.insert(ticket, None, hooks);
     }
     let frame = message::notification_frame(method, params);
+    let route = self.route(&state, method, params);
     let sent = self.outbox.send(Outgoing {
       frame,
       ack: Ack::Notify(ticket),
@@ -568,6 +575,7 @@ impl Session {
       session_timed: false,
       subscription: false,
       timeout: base_timeout.unwrap_or(self.timeout),
+      route,
     });
     let Ok(sent) = sent else {
       state.requests.finish(ticket);
@@ -675,12 +683,18 @@ impl Session {
     let closes_stream = self.cancel_tokens && self.is_stateless();
     if !is_initialize && !closes_stream && self.is_connected() {
       let params = message::cancelled_params(&self.id_json(id), reason);
-      self.send_unacked(message::notification_frame(CANCELLED, Some(&params)));
+      // Sent only outside HTTP's stateless era: no routing headers.
+      self.send_unacked(message::notification_frame(CANCELLED, Some(&params)), None);
     }
   }
 
+  /// N4: the routing headers of a frame, for HTTP in the stateless era.
+  fn route(&self, state: &State, method: &str, params: Option<&str>) -> Option<Route> {
+    (self.cancel_tokens && state.stateless_meta.is_some()).then(|| headers::route(method, params))
+  }
+
   /// Queues a frame nobody waits for; if the writer is gone the transport is closing anyway.
-  fn send_unacked(&self, frame: String) {
+  fn send_unacked(&self, frame: String, route: Option<Route>) {
     let _ = self.outbox.send(Outgoing {
       frame,
       ack: Ack::None,
@@ -688,6 +702,7 @@ impl Session {
       session_timed: false,
       subscription: false,
       timeout: self.timeout,
+      route,
     });
   }
 
@@ -875,7 +890,7 @@ impl Session {
       Ok(result) => message::result_frame(id, result),
       Err(error) => message::error_frame(id, error),
     };
-    self.send_unacked(frame);
+    self.send_unacked(frame, None);
   }
 
   /// The writer put a frame on the wire.
@@ -1341,6 +1356,38 @@ pub mod tests {
     s.abort(id, "Aborted");
     assert!(out.cancel.unwrap().is_cancelled());
     assert!(rx.try_recv().is_err());
+  }
+
+  #[tokio::test]
+  async fn n4_over_http_in_the_stateless_era_frames_carry_their_routing_headers() {
+    let era = || Some(("2026-07-28".into(), serde_json::Map::new()));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let recorder = Arc::new(Recorder::default());
+    let http = Session::new(Arc::new(tx), recorder, None, Handle::current(), true);
+    http
+      .request("tools/call", Some(r#"{"name":"add"}"#))
+      .unwrap();
+    assert_eq!(rx.try_recv().unwrap().route, None);
+    http.set_stateless(era());
+    http
+      .request("tools/call", Some(r#"{"name":"add"}"#))
+      .unwrap();
+    let route = rx.try_recv().unwrap().route.unwrap();
+    assert_eq!(
+      (&*route.method, route.name.as_deref()),
+      ("tools/call", Some("add"))
+    );
+    http.notify("notifications/x", None).unwrap();
+    let route = rx.try_recv().unwrap().route.unwrap();
+    assert_eq!((&*route.method, route.name), ("notifications/x", None));
+    // Answers name no method; stdio sends no headers.
+    http.handle_frame(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    let answer = rx.try_recv().unwrap();
+    assert!(answer.frame.contains(r#""result""#) && answer.route.is_none());
+    let (s, _rec, mut rx) = session(None);
+    s.set_stateless(era());
+    s.request("tools/call", Some(r#"{"name":"add"}"#)).unwrap();
+    assert_eq!(rx.try_recv().unwrap().route, None);
   }
 
   #[tokio::test]

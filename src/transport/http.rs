@@ -23,7 +23,7 @@ use crate::oauth::challenge::Challenge;
 use crate::oauth::flow::{Authorizer, Rounds};
 use crate::oauth::{AuthHost, HostAnswer, HostCall, OAuthSettings};
 use crate::protocol::destination::{self, EndpointError};
-use crate::protocol::headers as routing;
+use crate::protocol::headers::{self as routing, Route};
 use crate::protocol::message::AnswerProblem;
 use crate::protocol::resumption::{Attempt, Resumption};
 use crate::session::{Ack, Event, EventSink, FrameSink, Outgoing, Sent, Session};
@@ -38,6 +38,26 @@ const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version
 const LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static("last-event-id");
 const METHOD_HEADER: HeaderName = HeaderName::from_static(routing::METHOD_HEADER);
 const NAME_HEADER: HeaderName = HeaderName::from_static(routing::NAME_HEADER);
+
+/// A frame as it is POSTed: its bytes, shared by every send of it, and in the stateless era
+/// the routing headers (N4) the session read as it wrote the frame.
+#[derive(Clone)]
+struct Posting<'a> {
+  body: Bytes,
+  route: Option<&'a Route>,
+}
+
+impl<'a> Posting<'a> {
+  fn routed(body: Bytes, route: Option<&'a Route>) -> Self {
+    Posting { body, route }
+  }
+}
+
+impl From<String> for Posting<'_> {
+  fn from(frame: String) -> Self {
+    Posting::routed(frame.into(), None)
+  }
+}
 /// H2: protocol versions from this one on are sent as a header.
 const FIRST_VERSION_WITH_HEADER: &str = "2025-06-18";
 /// The longest a request waits for a GET listener being opened.
@@ -418,7 +438,7 @@ impl Shared {
     &self,
     session: &Session,
     url: &Url,
-    frame: Bytes,
+    frame: Posting<'_>,
   ) -> Result<Response, CoreError> {
     // A re-initialization under way replaces the session: wait for the new one. One that
     // starts after this look is as if it started after this POST (which then meets a 404).
@@ -448,7 +468,7 @@ impl Shared {
     &self,
     session: &Session,
     url: &Url,
-    frame: &Bytes,
+    frame: &Posting<'_>,
     rounds: &mut Rounds,
   ) -> Result<Response, CoreError> {
     let mut asked_hook = false;
@@ -561,7 +581,12 @@ impl Shared {
     }
   }
 
-  async fn post(&self, session: &Session, url: &Url, frame: Bytes) -> Result<Response, CoreError> {
+  async fn post(
+    &self,
+    session: &Session,
+    url: &Url,
+    frame: Posting<'_>,
+  ) -> Result<Response, CoreError> {
     Ok(self.post_with_token(session, url, frame).await?.0)
   }
 
@@ -570,25 +595,25 @@ impl Shared {
     &self,
     session: &Session,
     url: &Url,
-    frame: Bytes,
+    frame: Posting<'_>,
   ) -> Result<(Response, Option<String>), CoreError> {
     let mut headers = self.request_headers(session);
     // N4: a stateless-era POST names its method (and tool, prompt or resource).
-    if session.is_stateless() {
-      // Our frames are made from `String`s: always UTF-8.
-      let frame = std::str::from_utf8(&frame).unwrap_or_default();
-      if let Some(routing) = routing::routing_headers(frame) {
-        let method = match routing.known_method() {
-          Some(known) => Ok(HeaderValue::from_static(known)),
-          None => HeaderValue::from_str(&routing.method),
-        };
-        let name = routing.name.as_deref().map(HeaderValue::from_str);
-        for (header, value) in [(METHOD_HEADER, Some(method)), (NAME_HEADER, name)] {
-          if let Some(Ok(value)) = value {
-            headers.insert(header, value);
-          }
+    if let Some(route) = frame.route {
+      let method = match &route.method {
+        Cow::Borrowed(known) => Ok(HeaderValue::from_static(known)),
+        Cow::Owned(other) => HeaderValue::from_str(other),
+      };
+      let name = route.name.as_deref().map(HeaderValue::from_str);
+      for (header, value) in [(METHOD_HEADER, Some(method)), (NAME_HEADER, name)] {
+        if let Some(Ok(value)) = value {
+          headers.insert(header, value);
         }
       }
+    }
+    if session.is_stateless() {
+      // Our frames are made from `String`s: always UTF-8.
+      let frame = std::str::from_utf8(&frame.body).unwrap_or_default();
       for (name, value) in session.param_headers(frame) {
         let name = HeaderName::from_bytes(name.as_bytes());
         if let (Ok(name), Ok(value)) = (name, HeaderValue::from_str(&value)) {
@@ -607,7 +632,7 @@ impl Shared {
       Method::POST,
       url,
       headers,
-      Some(frame),
+      Some(frame.body),
     )
     .await?;
     self.capture_session(&response)?;
@@ -700,10 +725,11 @@ async fn exchange_frame(shared: Arc<Shared>, session: Arc<Session>, out: Outgoin
     }
     Ack::Notify(ticket) => {
       // H9/E4: close() drops a notify in flight; it rejects like a pending request.
+      let frame = Posting::routed(out.frame.into(), out.route.as_ref());
       let outcome = tokio::select! {
         biased;
         _ = shared.closing.cancelled() => Err(CoreError::Aborted(ClosedTransport::Http)),
-        outcome = send_notification(&shared, &session, out.frame, out.timeout) => outcome,
+        outcome = send_notification(&shared, &session, frame, out.timeout) => outcome,
       };
       session.events().emit(Event::Settled {
         ticket,
@@ -714,7 +740,8 @@ async fn exchange_frame(shared: Arc<Shared>, session: Arc<Session>, out: Outgoin
     Ack::None => {
       let send = async {
         let url = shared.post_url().await;
-        let post = std::pin::pin!(shared.post(&session, &url, out.frame.into()));
+        let frame = Posting::routed(out.frame.into(), out.route.as_ref());
+        let post = std::pin::pin!(shared.post(&session, &url, frame));
         with_timeout(out.timeout, post).await
       };
       tokio::select! {
@@ -892,13 +919,13 @@ fn content_type_is(response: &Response, kind: &str) -> bool {
 async fn send_notification(
   shared: &Arc<Shared>,
   session: &Arc<Session>,
-  frame: String,
+  frame: Posting<'_>,
   timeout: Option<Duration>,
 ) -> Result<(), CoreError> {
   let exchange = async {
     shared.listener_opened().await;
     let url = shared.post_url().await;
-    let response = shared.post_in_session(session, &url, frame.into()).await?;
+    let response = shared.post_in_session(session, &url, frame).await?;
     if response.status().is_success() {
       if content_type_is(&response, "text/event-stream") {
         read_in_background(shared, session, response);
@@ -956,7 +983,7 @@ async fn send_request(
       shared,
       session,
       id,
-      sent,
+      Posting::routed(sent, out.route.as_ref()),
       cancel,
       // P4: a request with the caller's own timeouts is timed by the session instead.
       out.timeout.filter(|_| !out.session_timed),
@@ -1000,7 +1027,7 @@ async fn exchange(
   shared: &Shared,
   session: &Arc<Session>,
   id: u64,
-  frame: Bytes,
+  frame: Posting<'_>,
   cancel: &CancellationToken,
   timeout: Option<Duration>,
   backoff: &mut Resumption,
@@ -1018,7 +1045,7 @@ async fn exchange(
   };
   let timed_out = |limit: Duration| CoreError::RequestTimeout(timeout.unwrap_or(limit));
   // Phase 1: the POST, and a JSON body.
-  shared.note_initialize(&frame);
+  shared.note_initialize(&frame.body);
   // The big futures go in pinned where they are: an `async fn` keeps its arguments beside
   // the locals they move into, so passed by value they took their room twice.
   let phase = with_timeout_apart(
@@ -1168,7 +1195,7 @@ fn refusal(session: &Session, refusal: Refusal) -> Result<Option<Response>, Core
 async fn post_with_legacy_probe(
   shared: &Shared,
   session: &Arc<Session>,
-  frame: Bytes,
+  frame: Posting<'_>,
 ) -> Result<Posted, CoreError> {
   // Nearly always known: then no lock is taken.
   let turn = match shared.mode.get() {

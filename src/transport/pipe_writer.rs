@@ -235,6 +235,7 @@ impl FrameSink for PipeWriter {
           session_timed: out.session_timed,
           subscription: out.subscription,
           timeout: out.timeout,
+          route: None,
         })
       }
     }
@@ -351,6 +352,7 @@ mod tests {
       session_timed: false,
       subscription: false,
       timeout: None,
+      route: None,
     }
   }
 
