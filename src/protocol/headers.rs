@@ -57,7 +57,7 @@ pub struct Route {
 }
 
 /// The routing headers of a request or notification with `method` and `params` (JSON text).
-/// Only the params of the three named methods are read, and only as far as their key.
+/// Only the params of the three named methods are read.
 pub fn route(method: &str, params: Option<&str>) -> Route {
   #[derive(serde::Deserialize)]
   struct Params<'a> {
@@ -68,8 +68,12 @@ pub fn route(method: &str, params: Option<&str>) -> Route {
   }
   let read = || serde_json::from_str::<Params>(params?).ok();
   let name = match method {
-    "tools/call" | "prompts/get" => read().and_then(|p| p.name),
-    "resources/read" => read().and_then(|p| p.uri),
+    "tools/call" | "prompts/get" => leading_string(params, "name")
+      .map(Cow::Borrowed)
+      .or_else(|| read().and_then(|p| p.name)),
+    "resources/read" => leading_string(params, "uri")
+      .map(Cow::Borrowed)
+      .or_else(|| read().and_then(|p| p.uri)),
     _ => None,
   };
   let method = match KNOWN_METHODS.into_iter().find(|known| *known == method) {
@@ -80,6 +84,20 @@ pub fn route(method: &str, params: Option<&str>) -> Route {
     method,
     name: name.map(|name| header_value(&name).into_owned()),
   }
+}
+
+/// The value of `key` when `params` begins with it as `JSON.stringify` writes it (no space,
+/// a string without escapes): the name of `{ name, arguments }`, read without parsing the
+/// arguments (this runs on the JS thread for every call). `None`: parse the params.
+fn leading_string<'a>(params: Option<&'a str>, key: &str) -> Option<&'a str> {
+  let rest = params?
+    .strip_prefix("{\"")?
+    .strip_prefix(key)?
+    .strip_prefix("\":\"")?;
+  let end = rest
+    .bytes()
+    .position(|b| b == b'"' || b == b'\\' || b < b' ')?;
+  (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
 }
 
 #[cfg(test)]
@@ -131,6 +149,26 @@ mod tests {
     assert_eq!(escaped[1], (NAME_HEADER, "=?base64?Y2Fmw6k=?=".to_string()));
     let quoted = pairs("prompts/get", Some(r#"{"name":"a\"b"}"#));
     assert_eq!(quoted[1], (NAME_HEADER, "a\"b".to_string()));
+    // Whatever the shape, the leading shortcut reads what a full parse reads.
+    for params in [
+      r#"{"name":"add","arguments":{}}"#,
+      r#"{"name":"add"}"#,
+      r#"{"name":"","x":1}"#,
+      r#"{"name":"a\\b"}"#,
+      r#"{"name":"a\tb"}"#,
+      r#"{"names":"x","name":"y"}"#,
+      r#"{"arguments":{"name":"inner"},"name":"outer"}"#,
+      r#"{ "name" : "spaced" }"#,
+      r#"{"name":3}"#,
+      r#"{"name":"caf\u00e9"}"#,
+      r#"{"name":"é"}"#,
+    ] {
+      let full = serde_json::from_str::<serde_json::Value>(params).unwrap();
+      let expected = full["name"]
+        .as_str()
+        .map(|name| header_value(name).into_owned());
+      assert_eq!(route("tools/call", Some(params)).name, expected, "{params}");
+    }
     // Only the methods a client sends are static; any other is its own text, encoded too.
     assert!(matches!(
       route("tools/call", None).method,
