@@ -162,7 +162,7 @@ impl JsSide {
       (delivery.deliver)(js, &delivery.side)
     })?;
     side.borrow_mut().tsfn = Some(tsfn.clone());
-    pump.lock().waker = Some(tsfn);
+    pump.set_waker(Some(tsfn));
     Ok(side)
   }
 
@@ -221,7 +221,7 @@ impl JsSide {
   pub fn update_keep_alive(&mut self) {
     let requests = self.session.as_ref().is_some_and(|s| s.keeps_alive());
     let wanted = requests || !self.close_waiters.is_empty();
-    if wanted == self.keeps_alive || self.pump.lock().waker.is_none() {
+    if wanted == self.keeps_alive || !self.pump.has_waker() {
       return;
     }
     self.keeps_alive = wanted;
@@ -337,8 +337,8 @@ impl JsSide {
     if let Some(auth) = self.auth.take() {
       js.delete_ref(auth);
     }
-    // Out of the queue under its lock first, so no producer can use it afterwards.
-    let released = self.pump.lock().waker.take();
+    // Out of the queue first: once taken, no producer uses it.
+    let released = self.pump.set_waker(None);
     self.tsfn = None;
     if let Some(tsfn) = released {
       tsfn.release();
@@ -370,7 +370,7 @@ impl Drop for Delivery {
   fn drop(&mut self) {
     let pump = self.side.try_borrow().map(|s| s.pump.clone());
     if let Ok(pump) = pump {
-      pump.lock().waker = None;
+      pump.set_waker(None);
     }
   }
 }

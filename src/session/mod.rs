@@ -223,8 +223,6 @@ struct State {
   connected: bool,
   next_ticket: u64,
   requests: Requests<HostRef>,
-  /// The version the server answered `initialize` with (H2 sends it as a header).
-  protocol_version: Option<String>,
   /// P6: the server's requests our handlers are still working on, by raw JSON id.
   serving: std::collections::HashSet<String>,
   /// N3: in the stateless era, the `_meta` every request carries.
@@ -249,6 +247,10 @@ pub struct Session {
   /// Whether the transport is HTTP's: it drops work in flight through `Outgoing::cancel`,
   /// and in the stateless era sends `Outgoing::route` as headers (N4).
   cancel_tokens: bool,
+  /// The version the server answered `initialize` with, or the stateless era's (H2 sends
+  /// it as a header). Apart from the state: every HTTP request reads it on a runtime
+  /// thread, and under the state's lock that read waited on the JS thread's calls.
+  protocol_version: std::sync::RwLock<Option<String>>,
   /// N3: `stateless_meta.is_some()`, read on every POST without taking the lock.
   stateless: std::sync::atomic::AtomicBool,
   /// N4: whether any tool mirrors a parameter in a header, read on every stateless POST
@@ -314,7 +316,6 @@ impl Session {
         next_local_ticket: LOCAL_TICKETS,
         hex_salt: None,
         requests: Requests::default(),
-        protocol_version: None,
         serving: Default::default(),
         stateless_meta: None,
         tool_headers: Default::default(),
@@ -324,6 +325,7 @@ impl Session {
       timeout,
       runtime,
       cancel_tokens,
+      protocol_version: Default::default(),
       stateless: Default::default(),
       mirrors_params: Default::default(),
       keeps_alive: AtomicBool::new(false),
@@ -784,7 +786,7 @@ impl Session {
     let (ticket, pending) = state.requests.settle_answered(id);
     if let (Some(pending), Ok(result)) = (&pending, &outcome) {
       if pending.is_initialize {
-        state.protocol_version = message::protocol_version(result);
+        self.set_protocol_version(message::protocol_version(result));
       }
     }
     drop(state);
@@ -1025,7 +1027,19 @@ impl Session {
 
   /// What `read` makes of the negotiated version, read in place (on every HTTP request).
   pub fn read_protocol_version<T>(&self, read: impl FnOnce(&str) -> Option<T>) -> Option<T> {
-    self.state().protocol_version.as_deref().and_then(read)
+    let version = self.protocol_version.read();
+    version
+      .unwrap_or_else(|p| p.into_inner())
+      .as_deref()
+      .and_then(read)
+  }
+
+  fn set_protocol_version(&self, version: Option<String>) {
+    let mut slot = self
+      .protocol_version
+      .write()
+      .unwrap_or_else(|p| p.into_inner());
+    *slot = version;
   }
 
   /// N3: from now on requests are stateless ones of `version`, each carrying `meta` in its
@@ -1034,14 +1048,14 @@ impl Session {
     let mut state = self.state();
     match era {
       Some((version, meta)) => {
-        state.protocol_version = Some(version);
+        self.set_protocol_version(Some(version));
         state.stateless_meta = Some(message::MetaEnvelope::new(meta));
         self
           .stateless
           .store(true, std::sync::atomic::Ordering::Release);
       }
       None => {
-        state.protocol_version = None;
+        self.set_protocol_version(None);
         state.stateless_meta = None;
         self
           .stateless

@@ -1,7 +1,7 @@
 //! The queue between the threads that produce a transport's events and the host thread that
 //! delivers them: events wait here until the host's waker (a threadsafe function, say) runs,
 //! or until a reader running on the host thread takes them itself.
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use super::{Event, EventSink};
 
@@ -11,16 +11,19 @@ pub trait Wake: Send + Sync + 'static {
   fn wake(&self) -> bool;
 }
 
-pub struct Queued<W> {
+struct Queued {
   events: Vec<Event>,
   /// A wake-up is on its way: more events ride along with it.
   scheduled: bool,
-  /// `None` once the host side is gone: events are then dropped.
-  pub waker: Option<W>,
 }
 
 pub struct EventQueue<W> {
-  queue: Mutex<Queued<W>>,
+  queue: Mutex<Queued>,
+  /// `None` once the host side is gone: events are then dropped. Apart from the events, so
+  /// a wake-up (a threadsafe function's call, which takes the host's own lock) holds only a
+  /// shared lock: producers do not wait for each other's, nor the host for theirs, and the
+  /// waker still cannot be taken away during one.
+  waker: RwLock<Option<W>>,
 }
 
 impl<W> Default for EventQueue<W> {
@@ -29,15 +32,31 @@ impl<W> Default for EventQueue<W> {
       queue: Mutex::new(Queued {
         events: Vec::new(),
         scheduled: false,
-        waker: None,
       }),
+      waker: RwLock::new(None),
     }
   }
 }
 
 impl<W> EventQueue<W> {
-  pub fn lock(&self) -> MutexGuard<'_, Queued<W>> {
+  fn lock(&self) -> MutexGuard<'_, Queued> {
     self.queue.lock().unwrap_or_else(|p| p.into_inner())
+  }
+
+  fn waker(&self) -> RwLockReadGuard<'_, Option<W>> {
+    self.waker.read().unwrap_or_else(|p| p.into_inner())
+  }
+
+  /// Replaces the waker; `None` drops every event from now on. Returns the one it replaced,
+  /// which no producer uses any more.
+  pub fn set_waker(&self, waker: Option<W>) -> Option<W> {
+    let mut slot = self.waker.write().unwrap_or_else(|p| p.into_inner());
+    std::mem::replace(&mut *slot, waker)
+  }
+
+  /// Whether the host side is still there.
+  pub fn has_waker(&self) -> bool {
+    self.waker().is_some()
   }
 
   /// Everything queued so far; the next event wakes the host again.
@@ -73,19 +92,22 @@ pub fn collecting<W, T>(queue: &Arc<EventQueue<W>>, read: impl FnOnce() -> T) ->
 
 impl<W: Wake> EventSink for EventQueue<W> {
   fn emit(&self, event: Event) {
-    let mut queue = self.lock();
-    if queue.waker.is_none() {
+    let waker = self.waker();
+    let Some(wake) = waker.as_ref() else {
+      return;
+    };
+    let first = {
+      let mut queue = self.lock();
+      queue.events.push(event);
+      !std::mem::replace(&mut queue.scheduled, true)
+    };
+    if !first || COLLECTING.with(|c| c.get() == self as *const Self as usize) {
       return;
     }
-    queue.events.push(event);
-    // Called under the lock, so the waker cannot be taken away in between.
-    if !queue.scheduled {
-      queue.scheduled = true;
-      let collected_here = COLLECTING.with(|c| c.get() == self as *const Self as usize);
-      if !collected_here && !queue.waker.as_ref().is_some_and(W::wake) {
-        queue.events.clear();
-        queue.waker = None;
-      }
+    if !wake.wake() {
+      drop(waker);
+      self.set_waker(None);
+      self.lock().events.clear();
     }
   }
 }
@@ -111,7 +133,7 @@ mod tests {
   fn queue() -> (Arc<EventQueue<Arc<Counting>>>, Arc<Counting>) {
     let queue = Arc::new(EventQueue::default());
     let waker = Arc::new(Counting::default());
-    queue.lock().waker = Some(waker.clone());
+    queue.set_waker(Some(waker.clone()));
     (queue, waker)
   }
 
@@ -132,12 +154,57 @@ mod tests {
     let (queue, waker) = queue();
     waker.gone.store(true, Ordering::SeqCst);
     queue.emit(Event::Closed);
-    assert!(queue.lock().waker.is_none());
+    assert!(!queue.has_waker());
     queue.emit(Event::Closed);
     assert!(queue.take().is_empty());
     let empty: EventQueue<Arc<Counting>> = EventQueue::default();
     empty.emit(Event::Closed);
     assert!(empty.take().is_empty());
+  }
+
+  /// A waker whose wake-ups wait until the gate opens.
+  struct Gated {
+    gate: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    started: Arc<AtomicUsize>,
+  }
+
+  impl Wake for Gated {
+    fn wake(&self) -> bool {
+      self.started.fetch_add(1, Ordering::SeqCst);
+      let (open, opened) = &*self.gate;
+      let mut open = open.lock().unwrap();
+      while !*open {
+        open = opened.wait(open).unwrap();
+      }
+      true
+    }
+  }
+
+  #[test]
+  fn a_wake_under_way_holds_up_neither_the_host_nor_other_producers() {
+    let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let started = Arc::new(AtomicUsize::new(0));
+    let queue = Arc::new(EventQueue::default());
+    queue.set_waker(Some(Gated {
+      gate: gate.clone(),
+      started: started.clone(),
+    }));
+    let producer = {
+      let queue = queue.clone();
+      std::thread::spawn(move || queue.emit(Event::Closed))
+    };
+    while started.load(Ordering::SeqCst) == 0 {
+      std::thread::yield_now();
+    }
+    // The first producer is inside its wake: another event rides along, and the host takes
+    // both, without waiting for it.
+    queue.emit(Event::Stderr("b".into()));
+    assert_eq!(queue.take().len(), 2);
+    assert!(queue.has_waker());
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    producer.join().unwrap();
+    assert_eq!(started.load(Ordering::SeqCst), 1);
   }
 
   #[test]

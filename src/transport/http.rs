@@ -132,7 +132,7 @@ struct Shared {
   /// O2: the OAuth flow of `config.oauth`.
   auth: Option<Arc<Authorizer>>,
   /// A17: the version `setProtocolVersion` named: sent on everything after, whatever it is.
-  announced_version: Mutex<Option<HeaderValue>>,
+  announced_version: std::sync::RwLock<Option<HeaderValue>>,
   runtime: Handle,
 }
 
@@ -193,7 +193,7 @@ impl HttpTransport {
       reinitializing: tokio::sync::Mutex::new(()),
       renewals: AtomicUsize::new(0),
       auth,
-      announced_version: Mutex::new(None),
+      announced_version: Default::default(),
       runtime: runtime.clone(),
     });
     let outbox = Arc::new(Exchanges {
@@ -244,7 +244,7 @@ impl HttpTransport {
     let Ok(value) = HeaderValue::from_str(version) else {
       return false;
     };
-    if let Ok(mut announced) = self.shared.announced_version.lock() {
+    if let Ok(mut announced) = self.shared.announced_version.write() {
       *announced = Some(value);
     }
     true
@@ -418,7 +418,7 @@ impl Shared {
     if let Some(id) = self.session_header() {
       headers.insert(SESSION_HEADER, id);
     }
-    let announced = self.announced_version.lock().ok().and_then(|v| v.clone());
+    let announced = self.announced_version.read().ok().and_then(|v| v.clone());
     if let Some(version) = announced.or_else(|| {
       session.read_protocol_version(|v| {
         (v >= FIRST_VERSION_WITH_HEADER)
