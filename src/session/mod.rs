@@ -1094,14 +1094,17 @@ impl Session {
       .unwrap_or(result)
   }
 
-  /// N4: the `Mcp-Param-*` headers of a `tools/call` frame.
-  pub fn param_headers(&self, frame: &str) -> Vec<(String, String)> {
+  /// N4: the `Mcp-Param-*` headers of a `tools/call` frame. The frame is looked at only
+  /// once a tool mirrors a parameter.
+  pub fn param_headers(&self, frame: &[u8]) -> Vec<(String, String)> {
     if !self
       .mirrors_params
       .load(std::sync::atomic::Ordering::Acquire)
     {
       return Vec::new();
     }
+    // Our frames are made from `String`s: always UTF-8.
+    let frame = std::str::from_utf8(frame).unwrap_or_default();
     tool_headers::call_headers(frame, &self.state().tool_headers)
   }
 

@@ -390,12 +390,16 @@ impl Shared {
   }
 
   /// H2: defaults, then config headers, then the session id and the negotiated version.
+  /// Made with room for what a request adds (those two, N4's routing headers, a token): a
+  /// copy of the configured map grew, and rehashed, as they went in.
   fn base_headers(&self) -> HeaderMap {
-    self
-      .headers
-      .read()
-      .map(|h| h.clone())
-      .unwrap_or_else(|p| p.into_inner().clone())
+    const ADDED: usize = 6;
+    let base = self.headers.read().unwrap_or_else(|p| p.into_inner());
+    let mut headers = HeaderMap::with_capacity(base.len() + ADDED);
+    for (name, value) in base.iter() {
+      headers.append(name.clone(), value.clone());
+    }
+    headers
   }
 
   /// O6/A10: on a 401/403, `onAuthError()`'s headers (if it gives any) replace
@@ -612,9 +616,7 @@ impl Shared {
       }
     }
     if session.is_stateless() {
-      // Our frames are made from `String`s: always UTF-8.
-      let frame = std::str::from_utf8(&frame.body).unwrap_or_default();
-      for (name, value) in session.param_headers(frame) {
+      for (name, value) in session.param_headers(&frame.body) {
         let name = HeaderName::from_bytes(name.as_bytes());
         if let (Ok(name), Ok(value)) = (name, HeaderValue::from_str(&value)) {
           headers.insert(name, value);
