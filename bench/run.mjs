@@ -69,6 +69,9 @@ const contenders = [
         { name: "native-bun", runtime: bun, workloads: nativeWorkloads },
         ...(baseline ? [{ name: "native-base-bun", runtime: bun, workloads: nativeWorkloads, env: baseEnv }] : []),
         { name: "raw-bun", runtime: bun, workloads: [...stdioWorkloads, ...httpWorkloads, ...statelessWorkloads, ...tlsWorkloads] },
+        // The A/A control of the Bun HTTP rows: raw-aa (Node's fetch, a few thousand calls/s)
+        // barely loads the machine, so its spread says nothing of theirs at ~50 000.
+        { name: "raw-aa-bun", runtime: bun, workloads: [...httpWorkloads, ...statelessWorkloads, ...tlsWorkloads] },
       ]
     : []),
 ].filter((c) => !onlyContenders || onlyContenders.has(c.name));
@@ -139,6 +142,8 @@ const spread = (ratios) => {
   const finite = ratios.filter(Number.isFinite);
   return finite.length > 1 ? `rounds ${fmt(Math.min(...finite))}–${fmt(Math.max(...finite))}×` : "";
 };
+// The A/A control of a comparison with `b`: the same client as `b`, run again.
+const controlOf = { raw: "raw-aa", "raw-bun": "raw-aa-bun" };
 // One contender, two workloads of the same round.
 
 // [label, workload, field, unit, better]
@@ -215,6 +220,13 @@ const targets = [
         ["Bun: fast server: conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "fast-conc", "calls_per_s", ">=", 1.2],
         ["Bun: fast server: notifications loop delay ≤ 1.0× raw-bun", "native-bun", "raw-bun", "fast-notif", "loop_max_ms", "<=", 1.0],
         ["Bun: RSS growth (10 MiB) ≤ raw-bun's", "native-bun", "raw-bun", "big-10m", "rss_growth_mb", "<=", 1.0],
+        // Issue 38: Bun's own fetch is the bar for HTTP under Bun.
+        ["Bun: HTTP JSON seq p50 ≤ 1.0× raw-bun", "native-bun", "raw-bun", "http-json-seq", "p50_us", "<=", 1.0],
+        ["Bun: HTTP JSON conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "http-json-conc", "calls_per_s", ">=", 1.2],
+        ["Bun: HTTP SSE seq p50 ≤ 1.0× raw-bun", "native-bun", "raw-bun", "http-sse-seq", "p50_us", "<=", 1.0],
+        ["Bun: HTTP SSE conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "http-sse-conc", "calls_per_s", ">=", 1.2],
+        ["Bun: HTTP 2026-07-28 seq p50 ≤ 1.0× raw-bun", "native-bun", "raw-bun", "http-2026-seq", "p50_us", "<=", 1.0],
+        ["Bun: HTTP 2026-07-28 conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "http-2026-conc", "calls_per_s", ">=", 1.2],
         ["Bun: HTTPS first answer ≤ 1.0× raw-bun", "native-bun", "raw-bun", "https-init", "ms", "<=", 1.0],
         ["Bun: HTTPS conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "https-conc", "calls_per_s", ">=", 1.2],
         ["Bun: HTTPS (HTTP/2 offered) conc ≥ 1.2× raw-bun", "native-bun", "raw-bun", "h2-conc", "calls_per_s", ">=", 1.2],
@@ -238,7 +250,8 @@ const eraTargets = [
 const fmt = (x) => (!Number.isFinite(x) ? "—" : Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2));
 const names = contenders.map((c) => c.name);
 const abColumns = baseline ? ["native×native-base", ...(haveBun ? ["native-bun×native-base-bun"] : [])] : [];
-const table = [["metric", "unit", ...names, "native×raw", "native×sdk", "raw-aa×raw", ...(haveBun ? ["native-bun×raw-bun"] : []), ...abColumns]];
+const bunColumns = haveBun ? ["native-bun×raw-bun", "raw-aa-bun×raw-bun"] : [];
+const table = [["metric", "unit", ...names, "native×raw", "native×sdk", "raw-aa×raw", ...bunColumns, ...abColumns]];
 const summary = { metrics: {}, targets: [] };
 for (const [label, workload, field, unit] of metrics) {
   if (only && !only.has(workload)) continue;
@@ -247,7 +260,7 @@ for (const [label, workload, field, unit] of metrics) {
     "native×raw": ratio("native", "raw", workload, field),
     "native×sdk": ratio("native", "sdk", workload, field),
     "raw-aa×raw": ratio("raw-aa", "raw", workload, field),
-    ...(haveBun ? { "native-bun×raw-bun": ratio("native-bun", "raw-bun", workload, field) } : {}),
+    ...Object.fromEntries(bunColumns.map((column) => [column, ratio(...column.split("×"), workload, field)])),
     ...Object.fromEntries(abColumns.map((column) => [column, ratio(...column.split("×"), workload, field)])),
   };
   summary.metrics[label] = { unit, medians, ratios };
@@ -261,8 +274,12 @@ for (const [label, a, b, workload, field, op, bound] of targets) {
   const measured = rss ? medianOf(a, workload, field) - medianOf(b, workload, field) : median(byRound);
   const met = rss ? measured <= 0 : op === "<=" ? measured <= bound : measured >= bound;
   const shown = rss ? `${measured >= 0 ? "+" : ""}${fmt(measured)} MiB vs ${b}` : `${fmt(measured)}×`;
-  summary.targets.push({ label, measured, met, rounds: byRound });
-  table.push([`target: ${label}`, "", shown, met ? "met" : "NOT MET", spread(byRound)]);
+  // The same comparison of the control against `b`, round by round: how far this run's
+  // noise alone moves the ratio.
+  const control = rss || !controlOf[b] ? [] : perRound(controlOf[b], b, workload, field).filter(Number.isFinite);
+  const noise = control.length > 1 ? ` · A/A ${fmt(Math.min(...control))}–${fmt(Math.max(...control))}×` : "";
+  summary.targets.push({ label, measured, met, rounds: byRound, ...(control.length > 1 && { control }) });
+  table.push([`target: ${label}`, "", shown, met ? "met" : "NOT MET", spread(byRound) + noise]);
 }
 
 for (const [label, contender, workload, baseline, field, op, bound] of eraTargets) {
