@@ -39,6 +39,13 @@ const LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static("last-event-id"
 const METHOD_HEADER: HeaderName = HeaderName::from_static(routing::METHOD_HEADER);
 const NAME_HEADER: HeaderName = HeaderName::from_static(routing::NAME_HEADER);
 
+/// H2: protocol versions from this one on are sent as a header.
+const FIRST_VERSION_WITH_HEADER: &str = "2025-06-18";
+/// The longest a request waits for a GET listener being opened.
+const LISTENER_OPEN_WAIT: Duration = Duration::from_secs(2);
+/// H9: how long DELETE may take when requests have no timeout.
+const DELETE_TIMEOUT_WITHOUT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A frame as it is POSTed: its bytes, shared by every send of it, and in the stateless era
 /// the routing headers (N4) the session read as it wrote the frame.
 #[derive(Clone)]
@@ -58,12 +65,6 @@ impl From<String> for Posting<'_> {
     Posting::routed(frame.into(), None)
   }
 }
-/// H2: protocol versions from this one on are sent as a header.
-const FIRST_VERSION_WITH_HEADER: &str = "2025-06-18";
-/// The longest a request waits for a GET listener being opened.
-const LISTENER_OPEN_WAIT: Duration = Duration::from_secs(2);
-/// H9: how long DELETE may take when requests have no timeout.
-const DELETE_TIMEOUT_WITHOUT_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
