@@ -1,38 +1,36 @@
-//! Requests to a transport's own origin on hyper's connection API, with connections of
-//! their own: HTTP/1.1 kept alive in a pool, or, where the TLS handshake agrees on it, one
-//! shared HTTP/2 connection. reqwest re-parses the URL, walks its redirect, proxy and pool
+//! Requests to a transport's own origin, with connections of their own: HTTP/1.1 kept
+//! alive in a pool (`h1`), or, where the TLS handshake agrees on it, one HTTP/2 connection
+//! shared on hyper's connection API. reqwest re-parses the URL, walks its redirect, proxy and pool
 //! layers and rebuilds its header maps on every request; a transport talks to one origin,
 //! so this path does that once per transport. It is taken only where reqwest would
 //! connect directly (no proxy for the origin) and check certificates; anything else goes
 //! to reqwest.
 use std::error::Error;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::uri::PathAndQuery;
 use http_body_util::{BodyExt, Either, Empty, Full};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::client::conn::{http1, http2};
+use hyper::body::Incoming;
+use hyper::client::conn::http2;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, HOST};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT};
 use reqwest::{Method, StatusCode, Url};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tower_service::Service;
 
+use super::h1;
 use crate::http_client::{ProxyRules, ProxyVars};
 
 type RequestBody = Either<Full<Bytes>, Empty<Bytes>>;
-type Http1 = http1::SendRequest<RequestBody>;
 type Http2 = http2::SendRequest<RequestBody>;
-pub type Failure = Box<dyn Error + Send + Sync>;
+pub type Failure = h1::Failure;
 
 /// reqwest's idle timeout: a connection unused this long is not reused.
 const IDLE_LIMIT: Duration = Duration::from_secs(90);
@@ -57,7 +55,7 @@ pub struct DirectOrigin {
   home: (Arc<Url>, PathAndQuery),
   connector: HttpConnector,
   tls: Option<(TlsConnector, ServerName<'static>)>,
-  idle: Mutex<Vec<(Http1, Instant)>>,
+  idle: Mutex<Vec<(h1::Connection, Instant)>>,
   /// The HTTP/2 connection, once a handshake agreed on h2: every request shares it.
   shared: Mutex<Option<Http2>>,
   /// Held by the TLS handshake under way while the server may speak HTTP/2.
@@ -68,7 +66,7 @@ pub struct DirectOrigin {
 
 /// A connection ready for one request.
 enum Ready {
-  Http1(Http1),
+  Http1(h1::Connection),
   Http2(Http2),
 }
 
@@ -151,18 +149,6 @@ impl DirectOrigin {
     headers
       .entry(ACCEPT)
       .or_insert(HeaderValue::from_static("*/*"));
-    let build = |headers: HeaderMap| {
-      let mut request = http::Request::new(match &body {
-        Some(bytes) => Either::Left(Full::new(bytes.clone())),
-        None => Either::Right(Empty::new()),
-      });
-      *request.method_mut() = method.clone();
-      *request.headers_mut() = headers;
-      request
-    };
-    let mut request = build(headers);
-    // What a refused HTTP/2 request is built again from (HTTP/1.1 hands an unsent one back).
-    let mut spare = None;
     let mut refusals = 0;
     for _ in 0..MAX_ATTEMPTS {
       let (ready, reused) = match self.reuse().await {
@@ -171,9 +157,14 @@ impl DirectOrigin {
         // state; inline, every request's future carried its ~7.5 KiB.
         None => (Box::pin(self.connect()).await?, false),
       };
-      let mut error = match ready {
+      match ready {
         Ready::Http2(mut sender) => {
-          spare.get_or_insert_with(|| request.headers().clone());
+          let mut request = http::Request::new(match &body {
+            Some(bytes) => Either::Left(Full::new(bytes.clone())),
+            None => Either::Right(Empty::new()),
+          });
+          *request.method_mut() = method.clone();
+          *request.headers_mut() = headers.clone();
           // HTTP/2 names the origin in the URI (`:scheme`, `:authority`); a `host` the
           // request names goes along as reqwest lets it.
           *request.uri_mut() = http::Uri::builder()
@@ -181,45 +172,47 @@ impl DirectOrigin {
             .authority(self.authority.as_bytes())
             .path_and_query(self.target(url)?)
             .build()?;
-          match sender.try_send_request(request).await {
-            Ok(answer) => return Ok(self.answer(answer, None, url)),
+          let mut error = match sender.try_send_request(request).await {
+            Ok(answer) => return Ok(self.answer(Answer::Http2(answer), url)),
             Err(error) => {
               self.forget_closed_shared();
               error
             }
+          };
+          // A kept connection the server had closed meanwhile: the request never left, so
+          // it goes again on a fresh one (as reqwest's pool retries it).
+          if error.take_message().is_some() && reused {
+            continue;
           }
-        }
-        Ready::Http1(mut sender) => {
-          *request.uri_mut() = http::Uri::from(self.target(url)?);
-          // As hyper-util sets it for reqwest: only where the request names none.
-          request
-            .headers_mut()
-            .entry(HOST)
-            .or_insert_with(|| self.authority.clone());
-          match sender.try_send_request(request).await {
-            Ok(answer) => return Ok(self.answer(answer, Some(sender), url)),
-            Err(error) => error,
-          }
-        }
-      };
-      request = match error.take_message() {
-        // A kept connection the server had closed meanwhile: the request never left, so
-        // it goes again on a fresh one (as reqwest's pool retries it).
-        Some(unsent) if reused => unsent,
-        _ => {
           let error = error.into_error();
           // HTTP/2's word that the server did not process it: sent again, at most twice,
           // as reqwest's default retry policy does.
-          let again = spare
-            .as_ref()
-            .filter(|_| refusals < 2 && refused_unprocessed(&error));
-          let Some(headers) = again.cloned() else {
-            return Err(error.into());
-          };
-          refusals += 1;
-          build(headers)
+          if refusals < 2 && refused_unprocessed(&error) {
+            refusals += 1;
+            continue;
+          }
+          return Err(error.into());
         }
-      };
+        Ready::Http1(connection) => {
+          let target = self.target(url)?;
+          // As hyper-util sets `Host` for reqwest: only where the request names none.
+          let sent = connection
+            .exchange(
+              &method,
+              target.as_str(),
+              &self.authority,
+              &headers,
+              body.as_ref(),
+            )
+            .await;
+          match sent {
+            Ok(answer) => return Ok(self.answer(Answer::Http1(answer), url)),
+            // A kept connection that failed before the request left: again, on another.
+            Err(h1::SendError { unsent: true, .. }) if reused => continue,
+            Err(failed) => return Err(failed.error),
+          }
+        }
+      }
     }
     Err("no connection to the server could take the request".into())
   }
@@ -241,16 +234,13 @@ impl DirectOrigin {
       self.forget_closed_shared();
     }
     loop {
-      let (mut sender, since) = self
+      let (mut connection, since) = self
         .idle
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .pop()?;
-      if sender.is_closed() || since.elapsed() > IDLE_LIMIT {
-        continue;
-      }
-      if sender.ready().await.is_ok() {
-        return Some(Ready::Http1(sender));
+      if since.elapsed() <= IDLE_LIMIT && connection.is_reusable() {
+        return Some(Ready::Http1(connection));
       }
     }
   }
@@ -270,7 +260,9 @@ impl DirectOrigin {
 
   async fn connect(&self) -> Result<Ready, Failure> {
     let Some((connector, name)) = &self.tls else {
-      return http1_over(self.tcp().await?).await.map(Ready::Http1);
+      return Ok(Ready::Http1(h1::Connection::new(
+        self.tcp().await?.into_inner(),
+      )));
     };
     // Until a handshake says the server speaks HTTP/1.1 only, one handshake at a time: an
     // HTTP/2 connection is shared, so 64 first requests at once open one, not 64.
@@ -293,7 +285,7 @@ impl DirectOrigin {
       .await?;
     if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
       self.http1_only.store(true, Ordering::Release);
-      return http1_over(TokioIo::new(tls)).await.map(Ready::Http1);
+      return Ok(Ready::Http1(h1::Connection::new(tls)));
     }
     let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await?;
     // Ends when every sender is gone, or the server closes.
@@ -309,33 +301,35 @@ impl DirectOrigin {
     Ok(connector.call(self.dial.clone()).await?)
   }
 
-  fn answer(
-    self: &Arc<Self>,
-    answer: http::Response<Incoming>,
-    sender: Option<Http1>,
-    url: &Url,
-  ) -> DirectAnswer {
-    let (head, body) = answer.into_parts();
+  fn answer(self: &Arc<Self>, answer: Answer, url: &Url) -> DirectAnswer {
+    let (status, headers, body) = match answer {
+      Answer::Http2(answer) => {
+        let (head, body) = answer.into_parts();
+        (head.status, head.headers, AnswerBody::Http2(body))
+      }
+      Answer::Http1((head, body)) => {
+        let mut body = PooledBody {
+          body,
+          origin: Arc::downgrade(self),
+        };
+        // An empty answer (a 202, a 204) is complete as it comes.
+        body.release_if_finished();
+        (head.status, head.headers, AnswerBody::Http1(body))
+      }
+    };
     DirectAnswer {
-      status: head.status,
-      headers: head.headers,
+      status,
+      headers,
       // Shared where it is the configured one, as nearly always: no copy per answer.
       url: match url.as_str() == self.home.0.as_str() {
         true => self.home.0.clone(),
         false => Arc::new(url.clone()),
       },
-      body: PooledBody {
-        body,
-        sender,
-        origin: Arc::downgrade(self),
-      },
+      body,
     }
   }
 
-  fn give_back(&self, sender: Http1) {
-    if sender.is_closed() {
-      return;
-    }
+  fn give_back(&self, connection: h1::Connection) {
     let now = Instant::now();
     let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
     // Connections that idled too long go, as reqwest's pool reaps them. They come back in
@@ -346,25 +340,17 @@ impl DirectOrigin {
       .take_while(|(_, since)| now.saturating_duration_since(*since) > IDLE_LIMIT)
       .count();
     idle.drain(..expired);
-    // One the server closed holds no socket (its connection task has ended) and is skipped
-    // when taken (`reuse`); only a full pool looks for them.
-    if idle.len() >= MAX_IDLE {
-      idle.retain(|(kept, _)| !kept.is_closed());
-    }
+    // One the server closed is found out when it is taken (`reuse`).
     if idle.len() < MAX_IDLE {
-      idle.push((sender, now));
+      idle.push((connection, now));
     }
   }
 }
 
-async fn http1_over<T>(io: TokioIo<T>) -> Result<Http1, Failure>
-where
-  T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
-{
-  let (sender, connection) = http1::handshake(io).await?;
-  // Ends when the sender and every answer's body are gone, or the server closes.
-  tokio::spawn(connection);
-  Ok(sender)
+/// What a connection answered, before it is made a `DirectAnswer`.
+enum Answer {
+  Http1((h1::Head, h1::Body)),
+  Http2(http::Response<Incoming>),
 }
 
 /// The TCP connector reqwest builds by default (the same type, the same settings).
@@ -435,7 +421,7 @@ pub struct DirectAnswer {
   status: StatusCode,
   headers: HeaderMap,
   url: Arc<Url>,
-  body: PooledBody,
+  body: AnswerBody,
 }
 
 impl std::fmt::Debug for DirectAnswer {
@@ -463,62 +449,44 @@ impl DirectAnswer {
   ///
   /// # Cancel safety
   /// A piece is taken from hyper only as it is returned: dropped, nothing is lost.
-  pub async fn chunk(&mut self) -> Result<Option<Bytes>, hyper::Error> {
-    while let Some(frame) = self.body.frame().await {
-      // Trailers are not body.
-      if let Ok(data) = frame?.into_data() {
-        return Ok(Some(data));
+  pub async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
+    match &mut self.body {
+      AnswerBody::Http2(body) => {
+        while let Some(frame) = body.frame().await {
+          // Trailers are not body.
+          if let Ok(data) = frame?.into_data() {
+            return Ok(Some(data));
+          }
+        }
+        Ok(None)
+      }
+      AnswerBody::Http1(pooled) => {
+        let piece = pooled.body.chunk().await?;
+        pooled.release_if_finished();
+        Ok(piece)
       }
     }
-    Ok(None)
   }
+}
+
+enum AnswerBody {
+  Http1(PooledBody),
+  Http2(Incoming),
 }
 
 /// An answer's body that gives its HTTP/1.1 connection back once read to the end (dropped
 /// before, the connection closes: what is left of the answer is never read).
 struct PooledBody {
-  body: Incoming,
-  sender: Option<Http1>,
+  body: h1::Body,
   origin: Weak<DirectOrigin>,
 }
 
 impl PooledBody {
-  fn release(&mut self) {
-    if let (Some(sender), Some(origin)) = (self.sender.take(), self.origin.upgrade()) {
-      origin.give_back(sender);
-    }
-  }
-}
-
-impl Body for PooledBody {
-  type Data = Bytes;
-  type Error = hyper::Error;
-
-  fn poll_frame(
-    mut self: Pin<&mut Self>,
-    cx: &mut Context<'_>,
-  ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-    let polled = Pin::new(&mut self.body).poll_frame(cx);
-    if matches!(polled, Poll::Ready(None)) || self.body.is_end_stream() {
-      self.release();
-    }
-    polled
-  }
-
-  fn is_end_stream(&self) -> bool {
-    self.body.is_end_stream()
-  }
-
-  fn size_hint(&self) -> SizeHint {
-    self.body.size_hint()
-  }
-}
-
-impl Drop for PooledBody {
-  fn drop(&mut self) {
-    // An empty answer (a 202, a 204) is complete without being read.
-    if self.body.is_end_stream() {
-      self.release();
+  fn release_if_finished(&mut self) {
+    if let Some(connection) = self.body.finished() {
+      if let Some(origin) = self.origin.upgrade() {
+        origin.give_back(connection);
+      }
     }
   }
 }
@@ -528,6 +496,7 @@ mod tests {
   use super::*;
   use crate::http_client::Trust;
   use crate::transport::test_http::{serve, Answer};
+  use reqwest::header::HOST;
 
   fn vars(pairs: &[(&str, &str)]) -> Trust {
     Trust {

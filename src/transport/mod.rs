@@ -3,6 +3,7 @@ pub mod direct_origin;
 pub mod event_stream;
 pub mod fetch;
 pub mod fetch_failure;
+pub mod h1;
 pub mod host_stream;
 pub mod http;
 pub mod legacy_sse;

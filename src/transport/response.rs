@@ -52,7 +52,7 @@ impl Response {
       Response::Direct(answer) => answer
         .chunk()
         .await
-        .map_err(|e| interrupted(answer.url(), &e, false)),
+        .map_err(|e| interrupted(answer.url(), e.as_ref(), false)),
     }
   }
 
