@@ -1,8 +1,8 @@
 //! Requests to a transport's own origin, with connections of their own: HTTP/1.1 kept
 //! alive in a pool (`h1`), or, where the TLS handshake agrees on it, one HTTP/2 connection
-//! shared on hyper's connection API. reqwest re-parses the URL, walks its redirect, proxy and pool
-//! layers and rebuilds its header maps on every request; a transport talks to one origin,
-//! so this path does that once per transport. It is taken only where reqwest would
+//! shared on hyper's connection API. reqwest re-parses the URL, walks its redirect, proxy
+//! and pool layers and rebuilds its header maps on every request; a transport talks to one
+//! origin, so this path does that once per transport. It is taken only where reqwest would
 //! connect directly (no proxy for the origin) and check certificates; anything else goes
 //! to reqwest.
 use std::error::Error;
@@ -448,7 +448,8 @@ impl DirectAnswer {
   /// The body's next piece; `None` at its end.
   ///
   /// # Cancel safety
-  /// A piece is taken from hyper only as it is returned: dropped, nothing is lost.
+  /// A piece is taken from hyper, or from the HTTP/1.1 connection's buffer, only as it is
+  /// returned: dropped, nothing is lost.
   pub async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
     match &mut self.body {
       AnswerBody::Http2(body) => {

@@ -4,6 +4,7 @@
 //! and the socket: under 64 calls in flight, hyper's task per connection cost each call
 //! hand-offs between the runtime's threads that this path does not make.
 use std::fmt;
+use std::io::Write;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
@@ -291,9 +292,8 @@ fn encode(
     out.extend_from_slice(b"\r\n");
   }
   if let Some(body) = body {
-    out.extend_from_slice(b"content-length: ");
-    out.extend_from_slice(body.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
+    // Into the buffer itself: no string made per request. Writing to a Vec cannot fail.
+    let _ = write!(out, "content-length: {}\r\n", body.len());
   }
   out.extend_from_slice(b"\r\n");
   if let Some(body) = body {
@@ -307,11 +307,6 @@ fn early_end(what: &'static str) -> Failure {
 }
 
 impl Body {
-  /// Whether the body has ended (read to its end, or it had none).
-  pub fn is_end(&self) -> bool {
-    self.framing == Framing::Done
-  }
-
   /// The connection, once the body has ended and the connection may take another request.
   pub fn finished(&mut self) -> Option<Connection> {
     if self.framing != Framing::Done || !self.reusable {
